@@ -1,0 +1,82 @@
+# syntax=docker/dockerfile:1
+#
+# vault-standalone image: multi-stage, non-root (uid 1001, group nodejs), no secrets.
+# ENCRYPTION_KEY / AUTH_SECRET / DATABASE_URL / REDIS_URL are supplied at run time
+# (Kubernetes Secret `vault-secrets` via envFrom, or `docker run --env-file`).
+#
+#   docker build -t vault-standalone:0.1.0 .
+#   docker run --read-only --tmpfs /tmp -v vault-data:/data -p 8080:8080 \
+#     --env-file ./vault.env vault-standalone:0.1.0
+#
+# Base images are referenced by tag; pin them by digest (node:20-bookworm-slim@sha256:…)
+# in your registry mirror for reproducible builds. Debian 12 (glibc 2.36) is the
+# platform the uWebSockets.js native binary was verified on (glibc >= 2.38 needed for newer builds).
+
+############################
+# 1. build: full dependency tree, compile TypeScript
+############################
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+
+# Dependencies first so this layer is cached while only sources change.
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+
+COPY tsconfig.json ./
+COPY crypto ./crypto
+COPY server ./server
+COPY storage ./storage
+RUN npm run build
+
+# UI (optional). The admin UI (`ui/`, Solid + Vite) is not in the repository yet.
+# `ui/dist` is created empty here so that the runtime stage's
+# `COPY --from=build /app/ui/dist ./ui/dist` always has a source; today it copies an
+# empty directory. When `ui/` lands, replace the next line with e.g.
+#   COPY ui ./ui
+#   RUN npm --prefix ui ci && npm --prefix ui run build
+# (the UI build writes ui/dist). Nothing else in this file has to change.
+RUN mkdir -p ui/dist
+
+# Drop devDependencies (tap, typescript, autocannon, @types/*) in place.
+RUN npm prune --omit=dev --no-audit --no-fund
+
+############################
+# 2. runtime: only what `node dist/server/main.js` needs
+############################
+FROM node:20-bookworm-slim AS runtime
+
+# Service user: uid 1001 in group nodejs (gid 1001). The base image's `node` user is
+# uid 1000 and is not used.
+RUN groupadd --system --gid 1001 nodejs \
+ && useradd --system --uid 1001 --gid nodejs --no-create-home --home-dir /nonexistent \
+      --shell /usr/sbin/nologin vault \
+ && mkdir -p /data \
+ && chown 1001:1001 /data \
+ && chmod 0700 /data
+
+WORKDIR /app
+
+# Application files stay owned by root: the service user can read, never modify them.
+COPY --from=build /app/package.json /app/package-lock.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+# SQL migrations are read at run time from <package root>/storage/migrations
+# (storage/migrate.ts resolves ../../storage/migrations from dist/storage).
+COPY --from=build /app/storage/migrations ./storage/migrations
+# Built UI (empty until ui/ exists, see the build stage).
+COPY --from=build /app/ui/dist ./ui/dist
+
+# Nothing here is secret. The embedded database (used only when DATABASE_URL is unset)
+# lives in /data. With a read-only root filesystem only /data and /tmp need to be
+# writable: `docker run --read-only --tmpfs /tmp -v vault-data:/data …`.
+ENV NODE_ENV=production DATA_DIR=/data PORT=8080
+VOLUME ["/data"]
+
+USER 1001:1001
+EXPOSE 8080
+
+# No curl in the slim image: Node 20's global fetch does the probe.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=120s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:8080/api/status').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+
+CMD ["node", "dist/server/main.js"]

@@ -1,0 +1,92 @@
+{{/*
+Full name of the app's resources and of its Service: the release name followed by
+the chart name twice (release "vault" -> "vault-vault-standalone-vault-standalone").
+The External Secrets Operator reaches the API at
+http://<fullname>.<namespace>.svc.cluster.local:8080/api, so this rule is part of
+the interface. fullnameOverride replaces it.
+*/}}
+{{- define "vault-standalone.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s-%s" .Release.Name .Chart.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Prefix for the bundled services. A StatefulSet's name must leave room for the pod
+suffix and controller-revision hash (<= 52 characters), so the prefix is cut to 41
+before the suffix is added: "-postgresql" (11) and "-redis" (6) never collide.
+*/}}
+{{- define "vault-standalone.componentPrefix" -}}
+{{- include "vault-standalone.fullname" . | trunc 41 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "vault-standalone.postgresql.fullname" -}}
+{{- printf "%s-postgresql" (include "vault-standalone.componentPrefix" .) -}}
+{{- end -}}
+
+{{- define "vault-standalone.redis.fullname" -}}
+{{- printf "%s-redis" (include "vault-standalone.componentPrefix" .) -}}
+{{- end -}}
+
+{{/* The chart's own Secret: bundled database and cache passwords. */}}
+{{- define "vault-standalone.authSecretName" -}}
+{{- printf "%s-auth" (include "vault-standalone.fullname" . | trunc 58 | trimSuffix "-") -}}
+{{- end -}}
+
+{{- define "vault-standalone.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "vault-standalone.labels" -}}
+helm.sh/chart: {{ include "vault-standalone.chart" . }}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/* Selector labels; the component tells the app, postgresql and redis apart. */}}
+{{- define "vault-standalone.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: server
+{{- end -}}
+
+{{- define "vault-standalone.postgresql.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: postgresql
+{{- end -}}
+
+{{- define "vault-standalone.redis.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: redis
+{{- end -}}
+
+{{- define "vault-standalone.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{/*
+Passwords of the bundled services: required when the service is enabled, and exactly
+24 lowercase hex characters (they are interpolated into URLs unescaped, so the
+alphabet is part of the contract).
+*/}}
+{{- define "vault-standalone.postgresql.password" -}}
+{{- $p := .Values.postgresql.auth.password | default "" | toString -}}
+{{- if not (regexMatch "^[0-9a-f]{24}$" $p) -}}
+{{- fail "postgresql.auth.password is required when postgresql.enabled: 24 lowercase hex characters (openssl rand -hex 12)" -}}
+{{- end -}}
+{{- $p -}}
+{{- end -}}
+
+{{- define "vault-standalone.redis.password" -}}
+{{- $p := .Values.redis.auth.password | default "" | toString -}}
+{{- if not (regexMatch "^[0-9a-f]{24}$" $p) -}}
+{{- fail "redis.auth.password is required when redis.enabled: 24 lowercase hex characters (openssl rand -hex 12)" -}}
+{{- end -}}
+{{- $p -}}
+{{- end -}}

@@ -1,0 +1,77 @@
+// The sealed-blob format, shared by values (sealed under a data key) and wrapped
+// data keys (sealed under a root key):
+//
+//   [0]       format version (0x01)
+//   [1..4]    key version, uint32 big-endian
+//   [5..16]   96-bit random nonce
+//   [17..-16] AES-256-GCM ciphertext
+//   [-16..]   GCM tag
+//
+// The associated data is header || utf8(aad): the header is authenticated, so a
+// bumped key version cannot redirect a blob to another key, and the caller's aad
+// (the row the blob belongs to) makes a blob copied elsewhere fail to open.
+// The header has a fixed length, so the concatenation is unambiguous.
+import { createCipheriv, createDecipheriv, randomFillSync } from 'node:crypto';
+
+export const FORMAT_V1 = 0x01;
+const HEADER_LEN = 5;
+const NONCE_LEN = 12;
+const TAG_LEN = 16;
+const KEY_LEN = 32;
+const MIN_LEN = HEADER_LEN + NONCE_LEN + TAG_LEN;
+
+export interface BlobHeader {
+  format: number;
+  keyVersion: number;
+}
+
+export function seal(key: Buffer, keyVersion: number, plaintext: Buffer, aad: string): Buffer {
+  if (key.length !== KEY_LEN) throw new RangeError('seal: key must be 32 bytes');
+  if (!Number.isInteger(keyVersion) || keyVersion < 0 || keyVersion > 0xffffffff) {
+    throw new RangeError('seal: key version must be a uint32');
+  }
+  // Buffer.alloc (unlike allocUnsafe/concat) never hands out a slice of Node's
+  // shared pool, so the worker can transfer this ArrayBuffer to the main thread.
+  const out = Buffer.alloc(MIN_LEN + plaintext.length);
+  out[0] = FORMAT_V1;
+  out.writeUInt32BE(keyVersion, 1);
+  const header = out.subarray(0, HEADER_LEN);
+  const nonce = randomFillSync(out.subarray(HEADER_LEN, HEADER_LEN + NONCE_LEN));
+
+  const cipher = createCipheriv('aes-256-gcm', key, nonce, { authTagLength: TAG_LEN });
+  cipher.setAAD(Buffer.concat([header, Buffer.from(aad, 'utf8')]));
+  let at = HEADER_LEN + NONCE_LEN;
+  at += cipher.update(plaintext).copy(out, at);
+  at += cipher.final().copy(out, at);
+  cipher.getAuthTag().copy(out, at);
+  return out;
+}
+
+/**
+ * Returns null on every failure (too short, unknown format, unknown key version,
+ * bad tag) so a caller cannot learn which check failed.
+ */
+export function open(keyByVersion: (v: number) => Buffer | undefined, blob: Buffer, aad: string): Buffer | null {
+  const header = headerOf(blob);
+  if (header === null || header.format !== FORMAT_V1) return null;
+  const key = keyByVersion(header.keyVersion);
+  if (key === undefined || key.length !== KEY_LEN) return null;
+  try {
+    const nonce = blob.subarray(HEADER_LEN, HEADER_LEN + NONCE_LEN);
+    const decipher = createDecipheriv('aes-256-gcm', key, nonce, { authTagLength: TAG_LEN });
+    decipher.setAAD(Buffer.concat([blob.subarray(0, HEADER_LEN), Buffer.from(aad, 'utf8')]));
+    decipher.setAuthTag(blob.subarray(blob.length - TAG_LEN));
+    const body = decipher.update(blob.subarray(HEADER_LEN + NONCE_LEN, blob.length - TAG_LEN));
+    const tail = decipher.final(); // throws on a bad tag
+    return tail.length === 0 ? body : Buffer.concat([body, tail]);
+  } catch {
+    return null;
+  }
+}
+
+/** The unauthenticated header, for routing (which key version?) and inspection only. */
+export function headerOf(blob: Uint8Array): BlobHeader | null {
+  if (blob.length < MIN_LEN) return null;
+  const b = Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength);
+  return { format: b[0]!, keyVersion: b.readUInt32BE(1) };
+}

@@ -1,0 +1,205 @@
+// The main-thread face of crypto/: the only module other layers import. It holds
+// no key material itself; keys live in the pool's workers (see README.md for the
+// one residual copy piscina keeps).
+import { availableParallelism } from 'node:os';
+import { hash, verify, type Algorithm } from '@node-rs/argon2';
+import { Piscina } from 'piscina';
+import { isValidEncryptionKey } from './keyProvider.js';
+import type { ErrorCode, Failure, Results, Task, WorkerData } from './worker.js';
+
+export { headerOf, type BlobHeader } from './blob.js';
+export type { KeyProvider } from './keyProvider.js';
+export { isValidEncryptionKey };
+
+export interface CryptoOptions {
+  encryptionKeyHex: string;
+  /** Version of encryptionKeyHex; new wraps use it. Default 1. */
+  rootKeyVersion?: number;
+  /** Older root keys, still loaded so their wrapped keys can be unwrapped and rewrapped. */
+  previousKeys?: Array<{ version: number; keyHex: string }>;
+  /** Default max(1, availableParallelism() - 1). */
+  threads?: number;
+}
+
+export type CryptoErrorCode = ErrorCode;
+
+// Fixed texts: a message must never echo a plaintext, an aad or a key.
+const MESSAGES: Record<CryptoErrorCode, string> = {
+  OPEN_FAILED: 'a sealed value could not be opened',
+  UNWRAP_FAILED: 'a data key could not be unwrapped (is ENCRYPTION_KEY the key the data was written with?)',
+  BAD_TASK: 'malformed crypto request',
+  KEY_UNAVAILABLE: 'crypto keys are unavailable',
+};
+
+export class CryptoError extends Error {
+  override readonly name = 'CryptoError';
+  readonly code: CryptoErrorCode;
+  /** For OPEN_FAILED from openMany: the position of the first item that failed. */
+  readonly index: number | undefined;
+
+  constructor(code: CryptoErrorCode, index?: number, options?: ErrorOptions) {
+    super(MESSAGES[code], options);
+    this.code = code;
+    this.index = index;
+  }
+}
+
+export interface Crypto {
+  /** A fresh random 256-bit data key, returned only wrapped under the current root key. */
+  generateDataKey(keyAad: string): Promise<Buffer>;
+  sealMany(wrappedKey: Buffer, keyAad: string, items: Array<{ plaintext: string; aad: string }>): Promise<Buffer[]>;
+  /** One worker task for all items. Throws CryptoError OPEN_FAILED (with index) or UNWRAP_FAILED. */
+  openMany(wrappedKey: Buffer, keyAad: string, items: Array<{ blob: Buffer | Uint8Array; aad: string }>): Promise<string[]>;
+  /** HMAC-SHA-256 under a subkey of the data key: deterministic, for high-entropy secrets only. */
+  mac(wrappedKey: Buffer, keyAad: string, message: string): Promise<Buffer>;
+  /** Re-wraps a data key under root key `toVersion` (which must be loaded). */
+  rewrap(wrapped: Buffer, keyAad: string, toVersion: number): Promise<Buffer>;
+  hashPassword(password: string): Promise<string>;
+  /** False on a wrong password and on a malformed or non-argon2id hash; never throws. */
+  verifyPassword(hash: string, password: string): Promise<boolean>;
+  readonly rootKeyVersion: number;
+  close(): Promise<void>;
+}
+
+// OWASP's argon2id minimum (m=19 MiB, t=2, p=1). Runs on libuv's thread pool, not
+// the event loop and not the crypto workers.
+const ARGON2: { algorithm: Algorithm; memoryCost: number; timeCost: number; parallelism: number } = {
+  algorithm: 2 as Algorithm, // Algorithm.Argon2id; a const enum, not importable under verbatimModuleSyntax
+  memoryCost: 19456,
+  timeCost: 2,
+  parallelism: 1,
+};
+
+const isVersion = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 1 && (v as number) <= 0xffffffff;
+
+export async function createCrypto(opts: CryptoOptions): Promise<Crypto> {
+  const rootKeyVersion = opts.rootKeyVersion ?? 1;
+  const rootKeys = [{ version: rootKeyVersion, keyHex: opts.encryptionKeyHex }, ...(opts.previousKeys ?? [])];
+  const distinct = new Set(rootKeys.map((k) => k.version)).size === rootKeys.length;
+  if (!distinct || !rootKeys.every((k) => isVersion(k.version) && isValidEncryptionKey(k.keyHex))) {
+    throw new CryptoError('KEY_UNAVAILABLE');
+  }
+  const threads = Math.max(1, Math.floor(opts.threads ?? availableParallelism() - 1) || 1);
+  const workerData: WorkerData = { rootKeys, currentVersion: rootKeyVersion };
+
+  const pool = new Piscina(poolOptions(workerData, threads));
+  const crypto = new PooledCrypto(pool, rootKeyVersion);
+  try {
+    // One concurrent ping per thread: each idle worker takes one, so every worker
+    // proves it has loaded its keys before the service accepts a request.
+    await Promise.all(Array.from({ length: threads }, () => crypto.ping()));
+  } catch (err) {
+    await pool.destroy();
+    throw err;
+  }
+  return crypto;
+}
+
+/** Exported for the test that pins these settings; not for other layers. */
+export function poolOptions(workerData: WorkerData, threads: number) {
+  return {
+    filename: new URL('./worker.js', import.meta.url).href,
+    // Fixed size and never idle-reaped: workers start here (or replace a crashed
+    // one) and nowhere else, so keys are handed over at start-up only.
+    minThreads: threads,
+    maxThreads: threads,
+    idleTimeout: Infinity,
+    env: {}, // workers do not inherit process.env (ENCRYPTION_KEY, DATABASE_URL, ...)
+    workerData,
+  };
+}
+
+class PooledCrypto implements Crypto {
+  readonly #pool: Piscina;
+  #closed = false;
+  readonly rootKeyVersion: number;
+
+  constructor(pool: Piscina, rootKeyVersion: number) {
+    this.#pool = pool;
+    this.rootKeyVersion = rootKeyVersion;
+  }
+
+  ping(): Promise<Results['ping']> {
+    return this.#run({ op: 'ping' });
+  }
+
+  async #run<K extends Task['op']>(task: Extract<Task, { op: K }>, transferList: ArrayBuffer[] = []): Promise<Results[K]> {
+    if (this.#closed) throw new CryptoError('KEY_UNAVAILABLE');
+    let result: Results[K] | Failure;
+    try {
+      result = await this.#pool.run(task, { transferList });
+    } catch (err) {
+      // The pool itself failed (worker crashed, pool closed). The worker returns
+      // rather than throws, so no task input is in this error.
+      throw new CryptoError('KEY_UNAVAILABLE', undefined, { cause: err });
+    }
+    if (!result.ok) throw new CryptoError(result.code, result.index);
+    return result;
+  }
+
+  async generateDataKey(keyAad: string): Promise<Buffer> {
+    return toBuffer((await this.#run({ op: 'generateDataKey', keyAad })).wrapped);
+  }
+
+  async sealMany(wrappedKey: Buffer, keyAad: string, items: Array<{ plaintext: string; aad: string }>): Promise<Buffer[]> {
+    const { views: [key], transferList } = pack([wrappedKey]);
+    const { blobs } = await this.#run({ op: 'seal', wrappedKey: key!, keyAad, items }, transferList);
+    return blobs.map(toBuffer);
+  }
+
+  async openMany(wrappedKey: Buffer, keyAad: string, items: Array<{ blob: Buffer | Uint8Array; aad: string }>): Promise<string[]> {
+    if (!Array.isArray(items)) throw new CryptoError('BAD_TASK');
+    const { views: [key, ...blobs], transferList } = pack([wrappedKey, ...items.map((i) => i?.blob)]);
+    const packed = items.map((i, n) => ({ blob: blobs[n]!, aad: i.aad }));
+    return (await this.#run({ op: 'open', wrappedKey: key!, keyAad, items: packed }, transferList)).values;
+  }
+
+  async mac(wrappedKey: Buffer, keyAad: string, message: string): Promise<Buffer> {
+    const { views: [key], transferList } = pack([wrappedKey]);
+    return toBuffer((await this.#run({ op: 'mac', wrappedKey: key!, keyAad, message }, transferList)).mac);
+  }
+
+  async rewrap(wrapped: Buffer, keyAad: string, toVersion: number): Promise<Buffer> {
+    const { views: [key], transferList } = pack([wrapped]);
+    return toBuffer((await this.#run({ op: 'rewrap', wrapped: key!, keyAad, toVersion }, transferList)).wrapped);
+  }
+
+  async hashPassword(password: string): Promise<string> {
+    return hash(password, ARGON2);
+  }
+
+  async verifyPassword(encoded: string, password: string): Promise<boolean> {
+    // Only argon2id is accepted: a stored hash downgraded to another variant fails.
+    if (typeof encoded !== 'string' || !encoded.startsWith('$argon2id$')) return false;
+    try {
+      return await verify(encoded, password);
+    } catch {
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#pool.close();
+  }
+}
+
+// Structured clone copies a view's whole ArrayBuffer: for a pooled Buffer that is
+// 8 KiB of unrelated main-thread memory per chunk. Copy just the bytes into one
+// fresh buffer and transfer it instead; the caller's buffers stay untouched.
+function pack(views: unknown[]): { views: Uint8Array[]; transferList: ArrayBuffer[] } {
+  if (!views.every((v) => v instanceof Uint8Array)) throw new CryptoError('BAD_TASK');
+  const bytes = views as Uint8Array[];
+  const all = new Uint8Array(bytes.reduce((n, v) => n + v.byteLength, 0));
+  let at = 0;
+  const out = bytes.map((v) => {
+    all.set(v, at);
+    at += v.byteLength;
+    return all.subarray(at - v.byteLength, at);
+  });
+  return { views: out, transferList: [all.buffer] };
+}
+
+// Structured clone delivers Uint8Array; wrap without copying.
+const toBuffer = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, u.byteLength);

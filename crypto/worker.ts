@@ -1,0 +1,173 @@
+// The piscina worker: the only thread that holds root keys and unwrapped data
+// keys, and the only one that sees plaintext beyond the request that carries it.
+//
+// Expected failures are returned as { ok: false, code }, never thrown: an Error
+// crossing the thread boundary loses its code, and its message could carry input.
+import { createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { isMainThread, workerData } from 'node:worker_threads';
+import { Piscina } from 'piscina';
+import { open, seal } from './blob.js';
+import { LocalKeyProvider, type KeyProvider } from './keyProvider.js';
+
+export interface WorkerData {
+  rootKeys: Array<{ version: number; keyHex: string }>;
+  currentVersion: number;
+}
+
+export type ErrorCode = 'OPEN_FAILED' | 'UNWRAP_FAILED' | 'BAD_TASK' | 'KEY_UNAVAILABLE';
+export interface Failure { ok: false; code: ErrorCode; index?: number }
+
+// Buffers arrive as Uint8Array: structured clone drops the Buffer prototype.
+export type Task =
+  | { op: 'ping' }
+  | { op: 'generateDataKey'; keyAad: string }
+  | { op: 'seal'; wrappedKey: Uint8Array; keyAad: string; items: Array<{ plaintext: string; aad: string }> }
+  | { op: 'open'; wrappedKey: Uint8Array; keyAad: string; items: Array<{ blob: Uint8Array; aad: string }> }
+  | { op: 'mac'; wrappedKey: Uint8Array; keyAad: string; message: string }
+  | { op: 'rewrap'; wrapped: Uint8Array; keyAad: string; toVersion: number };
+
+export interface Results {
+  ping: { ok: true };
+  generateDataKey: { ok: true; wrapped: Uint8Array };
+  seal: { ok: true; blobs: Uint8Array[] };
+  open: { ok: true; values: string[] };
+  mac: { ok: true; mac: Uint8Array };
+  rewrap: { ok: true; wrapped: Uint8Array };
+}
+
+// Every value blob is sealed under data key version 1 for now; the header field
+// is there so a per-project data key rotation can add versions later.
+const DATA_KEY_VERSION = 1;
+const MAC_INFO = 'vault-standalone/mac/v1';
+const CACHE_MAX = 1024;
+
+// Built once at worker start (piscina preloads this file), never on the main
+// thread: importing this module there only defines functions.
+const provider: KeyProvider | null = isMainThread ? null : loadProvider(workerData);
+
+function loadProvider(data: unknown): KeyProvider | null {
+  try {
+    const d = data as WorkerData;
+    const p = new LocalKeyProvider(
+      d.rootKeys.map((k) => ({ version: k.version, encryptionKeyHex: k.keyHex })),
+      d.currentVersion,
+    );
+    // Drop this thread's reference to the hex (piscina keeps the same object).
+    for (const k of d.rootKeys) k.keyHex = '';
+    return p;
+  } catch {
+    return null;
+  }
+}
+
+// Unwrapped data keys, least recently used first (Map keeps insertion order).
+// Keyed by aad and a digest of the wrapped bytes: the same bytes under the same
+// aad always unwrap to the same key, so a hit is as good as an unwrap.
+const cache = new Map<string, Buffer>();
+
+async function dataKey(p: KeyProvider, wrapped: Buffer, keyAad: string): Promise<Buffer | null> {
+  const id = `${keyAad}:${createHash('sha256').update(wrapped).digest('hex')}`;
+  const hit = cache.get(id);
+  if (hit !== undefined) {
+    cache.delete(id);
+    cache.set(id, hit);
+    return hit;
+  }
+  const key = await p.unwrap(wrapped, keyAad);
+  if (key === null || key.length !== 32) return null;
+  if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
+  cache.set(id, key);
+  return key;
+}
+
+const fail = (code: ErrorCode, index?: number): Failure =>
+  index === undefined ? { ok: false, code } : { ok: false, code, index };
+const isStr = (v: unknown): v is string => typeof v === 'string';
+const isBytes = (v: unknown): v is Uint8Array => v instanceof Uint8Array;
+const asBuffer = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+
+// Results are transferred, not copied. Only buffers this worker allocated whole
+// (blob.seal uses Buffer.alloc) may be listed: transferring a slice of Node's
+// shared pool would detach the pool.
+function transferring<T extends object>(value: T, buffers: Uint8Array[]): T {
+  const movable = {
+    [Piscina.transferableSymbol]: buffers.map((b) => b.buffer),
+    [Piscina.valueSymbol]: value,
+  };
+  return Piscina.move(movable as never) as unknown as T;
+}
+
+export default async function handle(task: unknown): Promise<Results[keyof Results] | Failure> {
+  try {
+    return await dispatch(task as Task);
+  } catch {
+    return fail('BAD_TASK');
+  }
+}
+
+async function dispatch(t: Task): Promise<Results[keyof Results] | Failure> {
+  if (provider === null) return fail('KEY_UNAVAILABLE');
+  if (t === null || typeof t !== 'object') return fail('BAD_TASK');
+
+  switch (t.op) {
+    case 'ping':
+      return { ok: true };
+
+    case 'generateDataKey': {
+      if (!isStr(t.keyAad)) return fail('BAD_TASK');
+      const key = randomBytes(32);
+      const wrapped = await provider.wrap(key, t.keyAad);
+      key.fill(0);
+      return { ok: true, wrapped };
+    }
+
+    case 'seal': {
+      if (!isBytes(t.wrappedKey) || !isStr(t.keyAad) || !Array.isArray(t.items)) return fail('BAD_TASK');
+      if (!t.items.every((i) => isStr(i?.plaintext) && isStr(i.aad))) return fail('BAD_TASK');
+      const key = await dataKey(provider, asBuffer(t.wrappedKey), t.keyAad);
+      if (key === null) return fail('UNWRAP_FAILED');
+      const blobs = t.items.map((i) => seal(key, DATA_KEY_VERSION, Buffer.from(i.plaintext, 'utf8'), i.aad));
+      return transferring({ ok: true, blobs }, blobs);
+    }
+
+    // Also the start-up canary: UNWRAP_FAILED there means a wrong ENCRYPTION_KEY.
+    case 'open': {
+      if (!isBytes(t.wrappedKey) || !isStr(t.keyAad) || !Array.isArray(t.items)) return fail('BAD_TASK');
+      if (!t.items.every((i) => isBytes(i?.blob) && isStr(i.aad))) return fail('BAD_TASK');
+      const key = await dataKey(provider, asBuffer(t.wrappedKey), t.keyAad);
+      if (key === null) return fail('UNWRAP_FAILED');
+      const byVersion = (v: number) => (v === DATA_KEY_VERSION ? key : undefined);
+      const values: string[] = [];
+      for (const [index, item] of t.items.entries()) {
+        const plain = open(byVersion, asBuffer(item.blob), item.aad);
+        if (plain === null) return fail('OPEN_FAILED', index);
+        values.push(plain.toString('utf8'));
+      }
+      return { ok: true, values };
+    }
+
+    // A separate subkey, so a MAC can never be confused with anything sealed
+    // under the data key itself.
+    case 'mac': {
+      if (!isBytes(t.wrappedKey) || !isStr(t.keyAad) || !isStr(t.message)) return fail('BAD_TASK');
+      const key = await dataKey(provider, asBuffer(t.wrappedKey), t.keyAad);
+      if (key === null) return fail('UNWRAP_FAILED');
+      const macKey = Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), MAC_INFO, 32));
+      return { ok: true, mac: createHmac('sha256', macKey).update(t.message, 'utf8').digest() };
+    }
+
+    // Not cached: rotation touches each key once.
+    case 'rewrap': {
+      if (!isBytes(t.wrapped) || !isStr(t.keyAad) || !Number.isInteger(t.toVersion)) return fail('BAD_TASK');
+      if (!provider.versions.includes(t.toVersion)) return fail('KEY_UNAVAILABLE');
+      const key = await provider.unwrap(asBuffer(t.wrapped), t.keyAad);
+      if (key === null) return fail('UNWRAP_FAILED');
+      const wrapped = await provider.wrap(key, t.keyAad, t.toVersion);
+      key.fill(0);
+      return { ok: true, wrapped };
+    }
+
+    default:
+      return fail('BAD_TASK');
+  }
+}

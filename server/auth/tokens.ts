@@ -1,0 +1,61 @@
+// Machine access tokens: JWTs (HS256, jose) signed with a key derived from AUTH_SECRET.
+// Each token type has its own derived key, so a token of one kind can never be
+// presented as another.
+import { hkdfSync } from 'node:crypto';
+import { SignJWT, errors, jwtVerify } from 'jose';
+import { AppError } from '../errors.js';
+
+const ISSUER = 'vault-standalone';
+const IDENTITY_TOKEN_TYPE = 'identityAccessToken';
+
+export interface IdentityTokenClaims {
+  identityId: string;
+  clientSecretId: string;
+  tokenId: string;
+  /** Seconds since the epoch. */
+  exp: number;
+}
+
+function deriveKey(authSecret: Buffer, purpose: string): Uint8Array {
+  return new Uint8Array(hkdfSync('sha256', authSecret, Buffer.alloc(0), `vault-standalone/${purpose}/v1`, 32));
+}
+
+export function identityTokens(authSecret: Buffer) {
+  const key = deriveKey(authSecret, IDENTITY_TOKEN_TYPE);
+
+  return {
+    async sign(c: IdentityTokenClaims): Promise<string> {
+      return new SignJWT({ authTokenType: IDENTITY_TOKEN_TYPE, identityId: c.identityId, clientSecretId: c.clientSecretId })
+        .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+        .setIssuer(ISSUER)
+        .setSubject(c.identityId)
+        .setJti(c.tokenId)
+        .setIssuedAt()
+        .setExpirationTime(c.exp)
+        .sign(key);
+    },
+
+    /** Throws AppError TOKEN_INVALID for anything but a well-formed, unexpired token of ours. */
+    async verify(token: string): Promise<IdentityTokenClaims> {
+      try {
+        const { payload } = await jwtVerify(token, key, { algorithms: ['HS256'], issuer: ISSUER, typ: 'JWT' });
+        const { identityId, clientSecretId, jti, exp, authTokenType } = payload as Record<string, unknown>;
+        if (
+          authTokenType !== IDENTITY_TOKEN_TYPE ||
+          typeof identityId !== 'string' ||
+          typeof clientSecretId !== 'string' ||
+          typeof jti !== 'string' ||
+          typeof exp !== 'number'
+        ) {
+          throw new AppError('TOKEN_INVALID', 'Invalid access token');
+        }
+        return { identityId, clientSecretId, tokenId: jti, exp };
+      } catch (err) {
+        if (err instanceof AppError) throw err;
+        if (err instanceof errors.JWTExpired) throw new AppError('TOKEN_INVALID', 'Access token expired');
+        throw new AppError('TOKEN_INVALID', 'Invalid access token');
+      }
+    },
+  };
+}
+export type IdentityTokens = ReturnType<typeof identityTokens>;

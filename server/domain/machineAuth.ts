@@ -1,0 +1,149 @@
+// Universal Auth: client credentials in, a revocable access token out; and the
+// authentication of every machine request that carries one.
+import { randomUUID, timingSafeEqual } from 'node:crypto';
+import type { CacheBus } from '../../storage/cache.js';
+import type { Store } from '../../storage/index.js';
+import type { IdentityTokens } from '../auth/tokens.js';
+import { AppError } from '../errors.js';
+import { topics, type Caches } from './caches.js';
+import type { Keyring } from './keyring.js';
+
+export interface IdentityActor {
+  kind: 'identity';
+  identityId: string;
+  tokenId: string;
+  clientSecretId: string;
+}
+
+export interface LoginResult {
+  accessToken: string;
+  expiresIn: number;
+  accessTokenMaxTTL: number;
+  tokenType: 'Bearer';
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const invalidCredentials = () => new AppError('UNAUTHORIZED', 'Invalid credentials');
+
+export interface MachineAuthDeps {
+  store: Store;
+  keyring: Keyring;
+  tokens: IdentityTokens;
+  caches: Pick<Caches, 'accessTokens'>;
+  bus: CacheBus;
+  lockout: { maxAttempts: number; seconds: number };
+  now?: () => number;
+}
+
+export function machineAuth(deps: MachineAuthDeps) {
+  const { store, keyring, tokens, caches, bus, lockout } = deps;
+  const now = deps.now ?? Date.now;
+  // Verified JWTs by their exact text: claims are immutable, so only expiry and
+  // liveness (checked per request) can change. Bounded, oldest evicted first.
+  const verified = new Map<string, Awaited<ReturnType<IdentityTokens['verify']>>>();
+  const VERIFIED_MAX = 50_000;
+
+  async function claimsOf(token: string) {
+    let claims = verified.get(token);
+    if (!claims) {
+      claims = await tokens.verify(token);
+      if (verified.size >= VERIFIED_MAX) verified.delete(verified.keys().next().value!);
+      verified.set(token, claims);
+    }
+    if (claims.exp * 1000 <= now()) {
+      verified.delete(token);
+      throw new AppError('TOKEN_INVALID', 'Access token expired');
+    }
+    return claims;
+  }
+
+  async function liveState(tokenId: string) {
+    const state = await caches.accessTokens.get(tokenId, async () => (await store.identities.liveAccessToken(tokenId)) ?? null);
+    if (!state || state.expiresAt.getTime() <= now()) throw new AppError('TOKEN_INVALID', 'Access token revoked or expired');
+    return state;
+  }
+
+  function issue(identityId: string, clientSecretId: string, tokenId: string, expiresAt: number, maxTtl: number) {
+    return tokens
+      .sign({ identityId, clientSecretId, tokenId, exp: Math.floor(expiresAt / 1000) })
+      .then((accessToken): LoginResult => ({
+        accessToken,
+        expiresIn: Math.max(0, Math.floor((expiresAt - now()) / 1000)),
+        accessTokenMaxTTL: maxTtl,
+        tokenType: 'Bearer',
+      }));
+  }
+
+  return {
+    async login(input: { clientId: string; clientSecret: string }): Promise<LoginResult> {
+      // The MAC is computed even for an unknown client id, so both failures cost the same.
+      const [ua, mac] = await Promise.all([
+        UUID.test(input.clientId) ? store.identities.universalAuthByClientId(input.clientId.toLowerCase()) : undefined,
+        keyring.macClientSecret(input.clientSecret),
+      ]);
+      if (!ua) throw invalidCredentials();
+      if (ua.lockedUntil && ua.lockedUntil.getTime() > now()) {
+        const retryAfter = Math.ceil((ua.lockedUntil.getTime() - now()) / 1000);
+        throw new AppError('RATE_LIMITED', `Too many failed login attempts; try again in ${retryAfter} seconds`, {
+          headers: { 'Retry-After': String(retryAfter) },
+        });
+      }
+      const candidates = await store.identities.usableClientSecrets(ua.identityId);
+      let match: (typeof candidates)[number] | undefined;
+      // Compare against every candidate: no early exit that times the position.
+      for (const c of candidates) if (c.secretHash.length === mac.length && timingSafeEqual(c.secretHash, mac)) match = c;
+      if (!match) {
+        await store.identities.recordLoginFailure(ua.identityId, lockout.maxAttempts, lockout.seconds);
+        throw invalidCredentials();
+      }
+      const tokenId = randomUUID();
+      const issuedAt = now();
+      const expiresAt = issuedAt + ua.accessTokenTtl * 1000;
+      const maxExpiresAt = issuedAt + ua.accessTokenMaxTtl * 1000;
+      const secretId = match.id;
+      await store.transaction(async (s) => {
+        if (!(await s.identities.markClientSecretUsed(secretId))) throw invalidCredentials();
+        await s.identities.insertAccessToken({
+          id: tokenId,
+          identityId: ua.identityId,
+          clientSecretId: secretId,
+          expiresAt: new Date(expiresAt),
+          maxExpiresAt: new Date(maxExpiresAt),
+        });
+        if (ua.failedLogins !== 0 || ua.lockedUntil) await s.identities.clearLoginFailures(ua.identityId);
+      });
+      return issue(ua.identityId, secretId, tokenId, expiresAt, ua.accessTokenMaxTtl);
+    },
+
+    /** `authorization` is the raw header value (or undefined). */
+    async authenticate(authorization: string | undefined): Promise<IdentityActor> {
+      if (!authorization || authorization.trim() === '') throw new AppError('UNAUTHORIZED', 'Token missing');
+      const m = /^Bearer[ ]+([A-Za-z0-9_.-]{1,4096})[ ]*$/i.exec(authorization);
+      if (!m) throw new AppError('TOKEN_INVALID', 'Invalid access token');
+      const claims = await claimsOf(m[1]!);
+      await liveState(claims.tokenId);
+      return { kind: 'identity', identityId: claims.identityId, tokenId: claims.tokenId, clientSecretId: claims.clientSecretId };
+    },
+
+    /** Idempotent for a token of ours; from then on every request with it gets 401. */
+    async revoke(accessToken: string): Promise<void> {
+      const claims = await tokens.verify(accessToken);
+      await store.identities.revokeAccessToken(claims.tokenId);
+      verified.delete(accessToken);
+      await bus.publish(topics.accessToken, claims.tokenId);
+    },
+
+    async renew(accessToken: string): Promise<LoginResult> {
+      const claims = await claimsOf(accessToken);
+      const state = await liveState(claims.tokenId);
+      const ua = await store.identities.universalAuthByIdentity(claims.identityId);
+      if (!ua) throw new AppError('TOKEN_INVALID', 'Access token revoked or expired');
+      const expiresAt = Math.min(now() + ua.accessTokenTtl * 1000, state.maxExpiresAt.getTime());
+      if (expiresAt <= now()) throw new AppError('TOKEN_INVALID', 'Access token reached its maximum lifetime');
+      await store.identities.extendAccessToken(claims.tokenId, new Date(expiresAt));
+      await bus.publish(topics.accessToken, claims.tokenId);
+      return issue(claims.identityId, claims.clientSecretId, claims.tokenId, expiresAt, ua.accessTokenMaxTtl);
+    },
+  };
+}
+export type MachineAuth = ReturnType<typeof machineAuth>;

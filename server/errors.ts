@@ -1,0 +1,70 @@
+// One error table for the service. Domain code throws AppError with a stable code;
+// server/http maps it to the Infisical-shaped JSON body in exactly one place.
+
+export const ERROR_TABLE = {
+  BAD_REQUEST: { status: 400, name: 'BadRequest' },
+  VALIDATION: { status: 422, name: 'ValidationFailure' },
+  UNAUTHORIZED: { status: 401, name: 'UnauthorizedError' },
+  TOKEN_INVALID: { status: 401, name: 'TokenError' },
+  FORBIDDEN: { status: 403, name: 'PermissionDenied' },
+  NOT_FOUND: { status: 404, name: 'NotFound' },
+  SECRET_PATH_NOT_FOUND: { status: 404, name: 'SecretPathNotFound' },
+  CONFLICT: { status: 409, name: 'Conflict' },
+  LENGTH_REQUIRED: { status: 411, name: 'LengthRequired' },
+  PAYLOAD_TOO_LARGE: { status: 413, name: 'PayloadTooLarge' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, name: 'UnsupportedMediaType' },
+  RATE_LIMITED: { status: 429, name: 'TooManyRequests' },
+  INTERNAL: { status: 500, name: 'InternalServerError' },
+  UNAVAILABLE: { status: 503, name: 'ServiceUnavailable' },
+} as const satisfies Record<string, { status: number; name: string }>;
+
+export type ErrorCode = keyof typeof ERROR_TABLE;
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly details?: unknown;
+  /** Overrides the `error` field where the contract names a specific one. */
+  readonly errorName?: string;
+  readonly headers?: Record<string, string>;
+
+  constructor(
+    code: ErrorCode,
+    message: string,
+    opts: { details?: unknown; errorName?: string; headers?: Record<string, string> } = {},
+  ) {
+    super(message);
+    this.name = 'AppError';
+    this.code = code;
+    this.details = opts.details;
+    this.errorName = opts.errorName;
+    this.headers = opts.headers;
+  }
+}
+
+export interface ErrorBody {
+  reqId: string;
+  statusCode: number;
+  message: string;
+  error: string;
+  details?: unknown;
+}
+
+/** The single mapping from any thrown value to a status and a contract-shaped body. */
+export function toErrorBody(err: unknown, reqId: string): { status: number; body: ErrorBody; headers?: Record<string, string> } {
+  if (err instanceof AppError) {
+    const entry = ERROR_TABLE[err.code];
+    const body: ErrorBody = {
+      reqId,
+      statusCode: entry.status,
+      message: err.message,
+      error: err.errorName ?? entry.name,
+    };
+    if (err.details !== undefined) body.details = err.details;
+    return { status: entry.status, body, headers: err.headers };
+  }
+  // Anything else is a bug: never echo its message (it could carry data).
+  return {
+    status: 500,
+    body: { reqId, statusCode: 500, message: 'Something went wrong', error: 'InternalServerError' },
+  };
+}

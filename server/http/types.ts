@@ -1,0 +1,39 @@
+// The shape every route sees. uWS objects never leave server/http/: a handler gets a
+// plain, already-copied request and returns a plain reply (or throws AppError).
+
+export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+
+export interface HttpRequest {
+  reqId: string;
+  method: Method;
+  /** The URL path as received (not decoded). */
+  path: string;
+  /** Route parameters, URL-decoded. */
+  params: Record<string, string>;
+  /** Query string; `URLSearchParams` decodes `+` and percent escapes. */
+  query: URLSearchParams;
+  /** Header names lower-case; a header that may not repeat is refused before this. */
+  headers: Record<string, string>;
+  /** Raw body bytes, already capped; empty Buffer when there was none. */
+  body: Buffer;
+  remoteAddress: string;
+}
+
+export interface HttpReply {
+  status?: number;
+  /** JSON-serialisable value, or a pre-serialised JSON string/Buffer. */
+  body?: unknown;
+  /** Set when `body` is a string/Buffer that is already JSON or another type. */
+  raw?: boolean;
+  headers?: Record<string, string>;
+}
+
+export type Handler = (req: HttpRequest) => Promise<HttpReply> | HttpReply;
+
+export interface Router {
+  get(pattern: string, handler: Handler): void;
+  post(pattern: string, handler: Handler): void;
+  patch(pattern: string, handler: Handler): void;
+  put(pattern: string, handler: Handler): void;
+  delete(pattern: string, handler: Handler): void;
+}

@@ -1,0 +1,27 @@
+// Input parsing shared by the routes: zod schemas for query strings and bodies, with
+// failures turned into the contract's 422.
+import { z } from 'zod';
+import { AppError } from '../errors.js';
+
+/** Query values: an empty value means "absent" (ESO sends `workspaceId=`). */
+export function queryObject(q: URLSearchParams): Record<string, string> {
+  const out: Record<string, string> = Object.create(null);
+  for (const [k, v] of q) if (v !== '' && !(k in out)) out[k] = v;
+  return out;
+}
+
+export const queryBool = z.enum(['true', 'false']).transform((v) => v === 'true');
+
+export function parse<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+  const r = schema.safeParse(input);
+  if (r.success) return r.data;
+  const details = r.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
+  const first = details[0]!;
+  throw new AppError('VALIDATION', first.path ? `${first.path}: ${first.message}` : first.message, { details });
+}
+
+export function projectRef(q: { workspaceSlug?: string; workspaceId?: string }): { slug: string } | { id: string } {
+  if (q.workspaceId) return { id: q.workspaceId };
+  if (q.workspaceSlug) return { slug: q.workspaceSlug };
+  throw new AppError('VALIDATION', 'Either workspaceId or workspaceSlug is required');
+}

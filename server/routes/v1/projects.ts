@@ -1,0 +1,23 @@
+// GET /api/v1/projects/slug/:slug — clients that know a slug ask for the ids here.
+import type { Router } from '../../http/types.js';
+import type { Services } from '../../services.js';
+
+export function registerProjectRoutes(router: Router, svc: Services) {
+  router.get('/api/v1/projects/slug/:slug', async (req) => {
+    const actor = await svc.machineAuth.authenticate(req.headers.authorization);
+    const { project } = await svc.access.authorize(actor, { slug: req.params.slug! }, 'secrets:read');
+    return {
+      body: {
+        id: project.id,
+        _id: project.id,
+        name: project.name,
+        slug: project.slug,
+        orgId: project.orgId,
+        version: 3,
+        environments: project.environments.map((e) => ({ id: e.id, name: e.name, slug: e.slug })),
+        createdAt: project.createdAt.toISOString(),
+        updatedAt: project.updatedAt.toISOString(),
+      },
+    };
+  });
+}

@@ -1,0 +1,88 @@
+// The composition root: storage, crypto, caches and the domains, wired once at start.
+import { createCrypto, type Crypto } from '../crypto/index.js';
+import { memoryBus, redisBus, type CacheBus } from '../storage/cache.js';
+import { connectDatabase, type Database } from '../storage/db.js';
+import { createStore, type Store } from '../storage/index.js';
+import { migrate } from '../storage/migrate.js';
+import { identityTokens } from './auth/tokens.js';
+import type { Config } from './config.js';
+import { accessControl, type AccessControl } from './domain/access.js';
+import { createCaches, type Caches } from './domain/caches.js';
+import { identitiesDomain, type IdentitiesDomain } from './domain/identities.js';
+import { openKeyring, type Keyring } from './domain/keyring.js';
+import { machineAuth, type MachineAuth } from './domain/machineAuth.js';
+import { projectsDomain, type ProjectsDomain } from './domain/projects.js';
+import { secretsDomain, type SecretsDomain } from './domain/secrets.js';
+
+export interface Services {
+  db: Database;
+  store: Store;
+  crypto: Crypto;
+  keyring: Keyring;
+  bus: CacheBus;
+  caches: Caches;
+  access: AccessControl;
+  machineAuth: MachineAuth;
+  secrets: SecretsDomain;
+  projects: ProjectsDomain;
+  identities: IdentitiesDomain;
+  close(): Promise<void>;
+}
+
+export interface Logger {
+  info(msg: string): void;
+  warn(msg: string): void;
+  error(msg: string): void;
+}
+
+export async function createServices(config: Config, log: Logger): Promise<Services> {
+  const cleanups: Array<() => Promise<void>> = [];
+  const close = async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => {});
+  };
+  try {
+    const db = await connectDatabase({
+      databaseUrl: config.databaseUrl,
+      dataDir: config.dataDir,
+      waitMs: config.dbWaitMs,
+      log: (m) => log.warn(m),
+    });
+    cleanups.push(() => db.close());
+    const applied = await migrate(db.sql);
+    if (applied.length) log.info(`applied database migrations ${applied.join(', ')}`);
+    const store = createStore(db.sql);
+
+    const crypto = await createCrypto({ encryptionKeyHex: config.encryptionKey, threads: config.cryptoThreads });
+    cleanups.push(() => crypto.close());
+    const keyring = await openKeyring(store, crypto);
+
+    const bus = config.redisUrl ? await redisBus(config.redisUrl, (m) => log.warn(m)) : memoryBus();
+    cleanups.push(() => bus.close());
+    const caches = createCaches(bus);
+    const access = accessControl({ store, caches });
+    return {
+      db,
+      store,
+      crypto,
+      keyring,
+      bus,
+      caches,
+      access,
+      machineAuth: machineAuth({
+        store,
+        keyring,
+        tokens: identityTokens(config.authSecret),
+        caches,
+        bus,
+        lockout: { maxAttempts: config.loginMaxAttempts, seconds: config.loginLockoutSeconds },
+      }),
+      secrets: secretsDomain({ store, crypto, access, caches, bus }),
+      projects: projectsDomain({ store, crypto, access, bus }),
+      identities: identitiesDomain({ store, keyring, access, bus }),
+      close,
+    };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}

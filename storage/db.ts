@@ -1,0 +1,115 @@
+// One SQL dialect: postgres.js talks either to a real PostgreSQL (DATABASE_URL) or to
+// an embedded PGlite database served on a private unix socket, through the same driver.
+import { mkdir, rm } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import postgres from 'postgres';
+
+export type Sql = postgres.Sql<Record<string, never>>;
+export type Tx = postgres.TransactionSql<Record<string, never>>;
+/** Either the pool or a transaction: storage functions accept both. */
+export type Queryable = Sql | Tx;
+
+export interface Database {
+  sql: Sql;
+  kind: 'postgres' | 'embedded';
+  close(): Promise<void>;
+}
+
+export interface ConnectOptions {
+  databaseUrl?: string;
+  dataDir: string;
+  /** Max time to wait for an unreachable database before giving up. */
+  waitMs?: number;
+  log?: (msg: string) => void;
+  poolSize?: number;
+}
+
+const baseOptions: postgres.Options<Record<string, postgres.PostgresType>> = {
+  onnotice: () => {},
+  // int8 columns (folder versions, audit ids) stay far below 2^53: read them as numbers.
+  types: {
+    int8: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) },
+  },
+  transform: { ...postgres.camel, undefined: null },
+  connection: { application_name: 'vault-standalone' },
+};
+
+export async function connectDatabase(opts: ConnectOptions): Promise<Database> {
+  if (opts.databaseUrl) return connectServer(opts.databaseUrl, opts);
+  return connectEmbedded(opts);
+}
+
+async function connectServer(url: string, opts: ConnectOptions): Promise<Database> {
+  const sql = postgres(url, {
+    ...baseOptions,
+    max: opts.poolSize ?? 10,
+    idle_timeout: 60,
+    connect_timeout: 10,
+  }) as unknown as Sql;
+  await waitForDatabase(sql, opts.waitMs ?? 180_000, opts.log);
+  return { sql, kind: 'postgres', close: () => sql.end({ timeout: 5 }) };
+}
+
+/**
+ * Waits with capped exponential backoff, so a first start while the database is still
+ * coming up (the seed's CrashLoopBackOff) resolves itself instead of crash-looping.
+ */
+export async function waitForDatabase(sql: Sql, waitMs: number, log?: (msg: string) => void): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  let delay = 250;
+  for (;;) {
+    try {
+      await sql`select 1`;
+      return;
+    } catch (err) {
+      if (Date.now() + delay > deadline) {
+        throw new Error(`database unreachable after ${Math.round(waitMs / 1000)} s: ${describe(err)}`);
+      }
+      log?.(`database not reachable yet (${describe(err)}); retrying in ${delay} ms`);
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 5_000);
+    }
+  }
+}
+
+function describe(err: unknown): string {
+  const e = err as { code?: string; message?: string };
+  return e.code ?? e.message ?? 'unknown error';
+}
+
+async function connectEmbedded(opts: ConnectOptions): Promise<Database> {
+  const { PGlite } = await import('@electric-sql/pglite');
+  const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
+  const dataDir = resolve(opts.dataDir);
+  const dbDir = join(dataDir, 'pglite');
+  const sockDir = join(dataDir, 'run');
+  await mkdir(dbDir, { recursive: true, mode: 0o700 });
+  await mkdir(sockDir, { recursive: true, mode: 0o700 });
+  const sockPath = join(sockDir, '.s.PGSQL.5432');
+  // A socket left by a killed process would make listen() fail.
+  await rm(sockPath, { force: true });
+
+  const db = await PGlite.create(dbDir);
+  // PGlite has one backend: one connection, so transactions never interleave.
+  const server = new PGLiteSocketServer({ db, path: sockPath, maxConnections: 1 });
+  await server.start();
+  const sql = postgres({
+    ...baseOptions,
+    host: sockDir,
+    port: 5432,
+    database: 'postgres',
+    username: 'postgres',
+    max: 1,
+    idle_timeout: 0,
+  }) as unknown as Sql;
+  await waitForDatabase(sql, opts.waitMs ?? 30_000, opts.log);
+  return {
+    sql,
+    kind: 'embedded',
+    async close() {
+      await sql.end({ timeout: 5 });
+      await server.stop();
+      await db.close();
+    },
+  };
+}

@@ -1,0 +1,44 @@
+// The storage layer's single entry: every aggregate's store bound to the pool or to
+// one transaction.
+import type { Queryable, Sql, Tx } from './db.js';
+import { auditStore } from './audit.js';
+import { foldersStore } from './folders.js';
+import { identitiesStore } from './identities.js';
+import { keysStore } from './keys.js';
+import { membershipsStore } from './memberships.js';
+import { organizationsStore } from './organizations.js';
+import { projectsStore } from './projects.js';
+import { secretsStore } from './secrets.js';
+
+function bind(sql: Queryable) {
+  return {
+    keys: keysStore(sql),
+    organizations: organizationsStore(sql),
+    projects: projectsStore(sql),
+    folders: foldersStore(sql),
+    secrets: secretsStore(sql),
+    identities: identitiesStore(sql),
+    memberships: membershipsStore(sql),
+    audit: auditStore(sql),
+  };
+}
+
+export type Stores = ReturnType<typeof bind>;
+export type TxStores = Stores & { tx: Tx };
+
+export interface Store extends Stores {
+  sql: Sql;
+  /** Runs fn in one transaction; everything it writes commits or rolls back together. */
+  transaction<T>(fn: (s: TxStores) => Promise<T>): Promise<T>;
+}
+
+export function createStore(sql: Sql): Store {
+  return {
+    sql,
+    ...bind(sql),
+    transaction: <T>(fn: (s: TxStores) => Promise<T>) =>
+      sql.begin((tx) => fn({ ...bind(tx), tx })) as Promise<T>,
+  };
+}
+
+export type { Sql, Tx, Queryable } from './db.js';

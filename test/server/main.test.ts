@@ -1,0 +1,105 @@
+// The real entry point as a process: configuration messages and exit codes, the
+// development keys of a fresh clone, and refusal to start with the wrong key.
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+
+const MAIN = fileURLToPath(new URL('../../server/main.js', import.meta.url));
+
+interface Run {
+  exit: Promise<{ code: number | null; stdout: string; stderr: string }>;
+  listening: Promise<string>;
+  kill(): void;
+}
+
+function run(env: Record<string, string>): Run {
+  const child = spawn(process.execPath, [MAIN], {
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', CRYPTO_THREADS: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  let onListen: (url: string) => void;
+  const listening = new Promise<string>((resolve) => (onListen = resolve));
+  child.stdout.on('data', (d) => {
+    stdout += d;
+    const m = /listening on (http:\/\/[\d.]+:\d+)/.exec(stdout);
+    if (m) onListen(m[1]!);
+  });
+  child.stderr.on('data', (d) => (stderr += d));
+  const exit = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.on('exit', (code) => resolve({ code, stdout, stderr })),
+  );
+  return { exit, listening, kill: () => child.kill('SIGTERM') };
+}
+
+function tempDir(t: Tap): string {
+  const dir = mkdtempSync(join(tmpdir(), 'vault-main-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+type Tap = { teardown(fn: () => unknown): void };
+
+const key = () => randomBytes(16).toString('hex');
+const secret = () => randomBytes(32).toString('base64');
+
+t.test('ENCRYPTION_KEY of the wrong form: exit with the seed message', async (t) => {
+  for (const bad of ['', 'abc', 'g'.repeat(32), 'a'.repeat(31), 'a'.repeat(64)]) {
+    const r = await run({ NODE_ENV: 'production', ENCRYPTION_KEY: bad, AUTH_SECRET: secret(), DATA_DIR: tempDir(t) }).exit;
+    t.not(r.code, 0, `exit non-zero for ${JSON.stringify(bad)}`);
+    t.match(r.stderr, 'ENCRYPTION_KEY must be 32 hex characters');
+  }
+});
+
+t.test('AUTH_SECRET missing or malformed: exit with "invalid AUTH_SECRET"', async (t) => {
+  for (const bad of [undefined, '', 'short', Buffer.alloc(16).toString('base64'), '!!!not base64!!!'.repeat(4)]) {
+    const env: Record<string, string> = { NODE_ENV: 'production', ENCRYPTION_KEY: key(), DATA_DIR: tempDir(t) };
+    if (bad !== undefined) env.AUTH_SECRET = bad;
+    const r = await run(env).exit;
+    t.not(r.code, 0);
+    t.match(r.stderr, 'invalid AUTH_SECRET');
+  }
+});
+
+t.test('production generates nothing', async (t) => {
+  const dir = tempDir(t);
+  const r = await run({ NODE_ENV: 'production', DATA_DIR: dir }).exit;
+  t.not(r.code, 0);
+  t.match(r.stderr, 'ENCRYPTION_KEY must be 32 hex characters');
+  t.notOk(existsSync(join(dir, 'dev-keys.env')), 'no key file written');
+});
+
+t.test('fresh clone: development keys generated once (0600), service up, wrong key refused later', async (t) => {
+  const dir = tempDir(t);
+  const first = run({ DATA_DIR: dir });
+  const url = await Promise.race([first.listening, first.exit.then((r) => Promise.reject(new Error(r.stderr)))]);
+  const status = await fetch(`${url}/api/status`);
+  t.equal(status.status, 200);
+  t.equal(((await status.json()) as { message: string }).message, 'Ok');
+  first.kill();
+  const firstExit = await first.exit;
+  t.match(firstExit.stderr, /DEVELOPMENT KEYS GENERATED: .*dev-keys\.env/);
+  t.match(firstExit.stderr, /BACK THIS FILE UP/);
+  const file = join(dir, 'dev-keys.env');
+  t.equal(statSync(file).mode & 0o777, 0o600, 'key file is 0600');
+  const keys = readFileSync(file, 'utf8');
+  t.match(keys, /^ENCRYPTION_KEY=[0-9a-f]{32}$/m);
+
+  // Second start: same keys, no new generation, the canary opens.
+  const second = run({ DATA_DIR: dir });
+  const url2 = await Promise.race([second.listening, second.exit.then((r) => Promise.reject(new Error(r.stderr)))]);
+  t.equal((await fetch(`${url2}/api/status`)).status, 200);
+  second.kill();
+  const secondExit = await second.exit;
+  t.notMatch(secondExit.stderr, /GENERATED/);
+  t.equal(readFileSync(file, 'utf8'), keys, 'keys unchanged');
+
+  // A different ENCRYPTION_KEY over the same data: refused at start, clearly.
+  const wrong = await run({ DATA_DIR: dir, ENCRYPTION_KEY: key() }).exit;
+  t.not(wrong.code, 0);
+  t.match(wrong.stderr, /ENCRYPTION_KEY does not match the key this database was encrypted with/);
+});
