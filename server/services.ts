@@ -52,7 +52,14 @@ export async function createServices(config: Config, log: Logger): Promise<Servi
     if (applied.length) log.info(`applied database migrations ${applied.join(', ')}`);
     const store = createStore(db.sql);
 
-    const crypto = await createCrypto({ encryptionKeyHex: config.encryptionKey, threads: config.cryptoThreads });
+    // Data keys say which root key version wrapped them (a rotation bumps it).
+    const versions = await store.keys.rootKeyVersions();
+    if (versions.length > 1) throw new Error(`data keys are wrapped under several root key versions (${versions.join(', ')})`);
+    const crypto = await createCrypto({
+      encryptionKeyHex: config.encryptionKey,
+      rootKeyVersion: versions[0] ?? 1,
+      threads: config.cryptoThreads,
+    });
     cleanups.push(() => crypto.close());
     const keyring = await openKeyring(store, crypto);
 

@@ -29,6 +29,12 @@ export function keysStore(sql: Queryable) {
     async all(): Promise<WrappedKeyRow[]> {
       return sql<WrappedKeyRow[]>`select id, purpose, root_key_version, wrapped from crypto_keys order by created_at, id`;
     },
+    /** Root key versions in use; one after any completed rotation. */
+    async rootKeyVersions(): Promise<number[]> {
+      const rows = await sql<{ v: number }[]>`select distinct root_key_version as v from crypto_keys order by v`;
+      return rows.map((r) => r.v);
+    },
+
     async updateWrapped(id: string, rootKeyVersion: number, wrapped: Buffer): Promise<void> {
       await sql`update crypto_keys set wrapped = ${wrapped}, root_key_version = ${rootKeyVersion} where id = ${id}`;
     },

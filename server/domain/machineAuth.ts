@@ -63,12 +63,13 @@ export function machineAuth(deps: MachineAuthDeps) {
     return state;
   }
 
-  function issue(identityId: string, clientSecretId: string, tokenId: string, expiresAt: number, maxTtl: number) {
+  /** `expiresIn` counts from `issuedAt`, so a login answers exactly the configured TTL. */
+  function issue(identityId: string, clientSecretId: string, tokenId: string, issuedAt: number, expiresAt: number, maxTtl: number) {
     return tokens
       .sign({ identityId, clientSecretId, tokenId, exp: Math.floor(expiresAt / 1000) })
       .then((accessToken): LoginResult => ({
         accessToken,
-        expiresIn: Math.max(0, Math.floor((expiresAt - now()) / 1000)),
+        expiresIn: Math.max(0, Math.floor((expiresAt - issuedAt) / 1000)),
         accessTokenMaxTTL: maxTtl,
         tokenType: 'Bearer',
       }));
@@ -112,7 +113,7 @@ export function machineAuth(deps: MachineAuthDeps) {
         });
         if (ua.failedLogins !== 0 || ua.lockedUntil) await s.identities.clearLoginFailures(ua.identityId);
       });
-      return issue(ua.identityId, secretId, tokenId, expiresAt, ua.accessTokenMaxTtl);
+      return issue(ua.identityId, secretId, tokenId, issuedAt, expiresAt, ua.accessTokenMaxTtl);
     },
 
     /** `authorization` is the raw header value (or undefined). */
@@ -138,11 +139,12 @@ export function machineAuth(deps: MachineAuthDeps) {
       const state = await liveState(claims.tokenId);
       const ua = await store.identities.universalAuthByIdentity(claims.identityId);
       if (!ua) throw new AppError('TOKEN_INVALID', 'Access token revoked or expired');
-      const expiresAt = Math.min(now() + ua.accessTokenTtl * 1000, state.maxExpiresAt.getTime());
-      if (expiresAt <= now()) throw new AppError('TOKEN_INVALID', 'Access token reached its maximum lifetime');
+      const renewedAt = now();
+      const expiresAt = Math.min(renewedAt + ua.accessTokenTtl * 1000, state.maxExpiresAt.getTime());
+      if (expiresAt <= renewedAt) throw new AppError('TOKEN_INVALID', 'Access token reached its maximum lifetime');
       await store.identities.extendAccessToken(claims.tokenId, new Date(expiresAt));
       await bus.publish(topics.accessToken, claims.tokenId);
-      return issue(claims.identityId, claims.clientSecretId, claims.tokenId, expiresAt, ua.accessTokenMaxTtl);
+      return issue(claims.identityId, claims.clientSecretId, claims.tokenId, renewedAt, expiresAt, ua.accessTokenMaxTtl);
     },
   };
 }

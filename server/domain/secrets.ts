@@ -231,7 +231,17 @@ export function secretsDomain(deps: SecretsDeps) {
 
     async create(
       actor: Actor | SystemActor,
-      input: { project: ProjectRef; environment: string; secretPath?: string; key: string; value: string; comment?: string; skipMultilineEncoding?: boolean },
+      input: {
+        project: ProjectRef;
+        environment: string;
+        secretPath?: string;
+        key: string;
+        value: string;
+        comment?: string;
+        skipMultilineEncoding?: boolean;
+        /** Marks a key that must never change (e.g. IDP_SECRET_KEY): updates then need an explicit override. */
+        immutable?: boolean;
+      },
     ): Promise<SecretView> {
       const { project } = await access.authorize(actor, input.project, 'secrets:write');
       const env = access.environment(project, input.environment);
@@ -253,6 +263,7 @@ export function secretsDomain(deps: SecretsDeps) {
           valueBlob: valueBlob!,
           commentBlob: commentBlob ?? null,
           skipMultilineEncoding: input.skipMultilineEncoding,
+          immutable: input.immutable,
           ...auditActor(actor),
         });
         await s.folders.bumpVersion(folder.id);
@@ -269,6 +280,60 @@ export function secretsDomain(deps: SecretsDeps) {
       });
       await bus.publish(topics.environment, env.id);
       return view(project, env, row, path, input.value, input.comment ?? '');
+    },
+
+    /** A new version with a new value, comment and/or name; unchanged parts are re-sealed for it. */
+    async update(
+      actor: Actor | SystemActor,
+      input: {
+        project: ProjectRef;
+        environment: string;
+        secretPath?: string;
+        key: string;
+        value?: string;
+        comment?: string;
+        newKey?: string;
+        allowImmutableChange?: boolean;
+      },
+    ): Promise<SecretView> {
+      const { project } = await access.authorize(actor, input.project, 'secrets:write');
+      const env = access.environment(project, input.environment);
+      const path = normaliseSecretPath(input.secretPath);
+      const key = validateSecretName(input.key);
+      const newKey = input.newKey === undefined ? key : validateSecretName(input.newKey);
+      const result = await store.transaction(async (s) => {
+        const folder = await s.folders.byPath(env.id, path);
+        if (!folder) throw new AppError('SECRET_PATH_NOT_FOUND', `Folder with path '${path}' in environment '${env.slug}' not found`);
+        const cur = await s.secrets.byKeyForUpdate(folder.id, key);
+        if (!cur) throw new AppError('NOT_FOUND', `Secret with name '${key}' not found`);
+        if (cur.immutable && !input.allowImmutableChange && (input.value !== undefined || newKey !== key)) {
+          throw new AppError('CONFLICT', `Secret '${key}' must never change; an explicit override is required to change it`);
+        }
+        if (newKey !== key && (await s.secrets.byKey(folder.id, newKey))) throw new AppError('BAD_REQUEST', 'Secret already exists');
+        const { values, comments } = await open(project, env, [cur]);
+        const value = input.value ?? values[0]!;
+        const comment = input.comment ?? comments[0]!;
+        const version = cur.version + 1;
+        const at = { projectId: project.id, environmentId: env.id, folderId: folder.id, secretId: cur.id, key: newKey, version };
+        const items = [{ plaintext: value, aad: secretAad('value', at) }];
+        if (comment) items.push({ plaintext: comment, aad: secretAad('comment', at) });
+        const [valueBlob, commentBlob] = await crypto.sealMany(project.wrappedDataKey, keyAadOf(project), items);
+        const row = await s.secrets.update({ id: cur.id, key: newKey, version, valueBlob: valueBlob!, commentBlob: commentBlob ?? null, ...auditActor(actor) });
+        await s.folders.bumpVersion(folder.id);
+        await s.audit.append(s.tx, {
+          ...auditActor(actor),
+          eventType: 'update-secret',
+          projectId: project.id,
+          environment: env.slug,
+          secretPath: path,
+          secretKey: newKey,
+          secretVersion: version,
+          metadata: newKey !== key ? { renamedFrom: key } : {},
+        });
+        return { row, value, comment };
+      });
+      await bus.publish(topics.environment, env.id);
+      return view(project, env, result.row, path, result.value, result.comment);
     },
   };
 }

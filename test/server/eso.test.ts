@@ -39,8 +39,11 @@ for (const backend of BACKENDS) {
     const seeded = await seedHomelab(svc.services);
     await svc.services.projects.createFolder(SYSTEM, { project: { slug: 'homelab' }, environment: 'prod', name: 'my-app' });
     await svc.services.secrets.create(SYSTEM, {
+      project: { slug: 'homelab' }, environment: 'prod', secretPath: '/my-app', key: 'DB_USER', value: 'app',
+    });
+    await svc.services.secrets.create(SYSTEM, {
       project: { slug: 'homelab' }, environment: 'prod', secretPath: '/my-app', key: 'DB_URL',
-      value: 'postgres://app:${IDP_POSTGRES_PASSWORD}@db/app', comment: 'built from a reference',
+      value: 'postgres://${DB_USER}:${prod.IDP_POSTGRES_PASSWORD}@db/app', comment: 'built from references',
     });
     await svc.services.secrets.create(SYSTEM, {
       project: { slug: 'homelab' }, environment: 'prod', secretPath: '/my-app', key: 'FROM_ROOT',
@@ -86,14 +89,14 @@ for (const backend of BACKENDS) {
     t.equal(single.contentType, JSON_TYPE);
     assertSecretShape(t, single.body.secret);
     t.equal(single.body.secret.secretValue, `postgres://app:${INVENTORY.IDP_POSTGRES_PASSWORD}@db/app`, 'reference expanded');
-    t.equal(single.body.secret.secretComment, 'built from a reference');
+    t.equal(single.body.secret.secretComment, 'built from references');
     t.equal(single.body.secret.secretPath, '/my-app');
 
     const unexpanded = await request(
       `${svc.url}/api/v3/secrets/raw/DB_URL?environment=prod&expandSecretReferences=false&secretPath=%2Fmy-app%2F&workspaceSlug=homelab`,
       { token },
     );
-    t.equal(unexpanded.body.secret.secretValue, 'postgres://app:${IDP_POSTGRES_PASSWORD}@db/app', 'left as written when not asked');
+    t.equal(unexpanded.body.secret.secretValue, 'postgres://${DB_USER}:${prod.IDP_POSTGRES_PASSWORD}@db/app', 'left as written when not asked');
 
     const crossFolder = await request(
       `${svc.url}/api/v3/secrets/raw/FROM_ROOT?environment=prod&expandSecretReferences=true&secretPath=/my-app&workspaceSlug=homelab`,
@@ -104,7 +107,7 @@ for (const backend of BACKENDS) {
     // recursive list carries each secret's own path
     const rec = await request(`${svc.url}/api/v3/secrets/raw?environment=prod&workspaceSlug=homelab&recursive=true&expandSecretReferences=true`, { token });
     t.equal(rec.status, 200);
-    t.equal(rec.body.secrets.length, 16);
+    t.equal(rec.body.secrets.length, 17);
     const nested = rec.body.secrets.find((s: any) => s.secretKey === 'DB_URL');
     t.equal(nested.secretPath, '/my-app');
     t.equal(nested.secretValue, `postgres://app:${INVENTORY.IDP_POSTGRES_PASSWORD}@db/app`);
