@@ -8,9 +8,14 @@
 #   docker run --read-only --tmpfs /tmp -v vault-data:/data -p 8080:8080 \
 #     --env-file ./vault.env vault-standalone:0.1.0
 #
+# Platform: linux/amd64 only. The server loads the uWebSockets.js native binary
+# directly and refuses to start unless its sha256 matches a pinned value; only
+# uws_linux_x64_115.node (Linux x64, Node 20) is pinned (server/http/uws.ts). On other
+# hosts build with `docker build --platform linux/amd64 …`. Debian 12 (glibc 2.36) is
+# what that binary was verified on.
+#
 # Base images are referenced by tag; pin them by digest (node:20-bookworm-slim@sha256:…)
-# in your registry mirror for reproducible builds. Debian 12 (glibc 2.36) is the
-# platform the uWebSockets.js native binary was verified on (glibc >= 2.38 needed for newer builds).
+# in your registry mirror for reproducible builds.
 
 ############################
 # 1. build: full dependency tree, compile TypeScript
