@@ -1,5 +1,6 @@
 // One error table for the service. Domain code throws AppError with a stable code;
 // server/http maps it to the Infisical-shaped JSON body in exactly one place.
+import { classifyStorageError } from '../storage/errors.js';
 
 export const ERROR_TABLE = {
   BAD_REQUEST: { status: 400, name: 'BadRequest' },
@@ -61,6 +62,17 @@ export function toErrorBody(err: unknown, reqId: string): { status: number; body
     };
     if (err.details !== undefined) body.details = err.details;
     return { status: entry.status, body, headers: err.headers };
+  }
+  const storage = classifyStorageError(err);
+  if (storage) {
+    const [code, message] = (
+      {
+        conflict: ['CONFLICT', 'The request conflicts with a concurrent change; retry it'],
+        'invalid-input': ['BAD_REQUEST', 'A value in the request is not of the expected form'],
+        unavailable: ['UNAVAILABLE', 'The database is unavailable; retry shortly'],
+      } as const
+    )[storage];
+    return toErrorBody(new AppError(code, message), reqId);
   }
   // Anything else is a bug: never echo its message (it could carry data).
   return {

@@ -17,6 +17,9 @@ export function auditActor(actor: Actor | SystemActor): { actorType: 'user' | 'i
   return { actorType: 'system', actorId: null };
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const isUuid = (s: string) => UUID.test(s);
+
 export type Permission = 'secrets:read' | 'secrets:write' | 'project:admin';
 
 const GRANTS: Record<Role, ReadonlySet<Permission>> = {
@@ -38,7 +41,7 @@ export function accessControl(deps: { store: Pick<Store, 'projects' | 'membershi
       'slug' in ref
         ? await caches.projects.get(`slug:${ref.slug}`, async () => (await store.projects.bySlug(ref.slug)) ?? null)
         : await caches.projects.get(`id:${ref.id}`, async () =>
-            /^[0-9a-f-]{36}$/i.test(ref.id) ? ((await store.projects.byId(ref.id.toLowerCase())) ?? null) : null,
+            isUuid(ref.id) ? ((await store.projects.byId(ref.id.toLowerCase())) ?? null) : null,
           );
     if (!found) {
       throw new AppError(

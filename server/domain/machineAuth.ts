@@ -5,6 +5,7 @@ import type { CacheBus } from '../../storage/cache.js';
 import type { Store } from '../../storage/index.js';
 import type { IdentityTokens } from '../auth/tokens.js';
 import { AppError } from '../errors.js';
+import { isUuid } from './access.js';
 import { topics, type Caches } from './caches.js';
 import type { Keyring } from './keyring.js';
 
@@ -22,7 +23,6 @@ export interface LoginResult {
   tokenType: 'Bearer';
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const invalidCredentials = () => new AppError('UNAUTHORIZED', 'Invalid credentials');
 
 export interface MachineAuthDeps {
@@ -79,7 +79,7 @@ export function machineAuth(deps: MachineAuthDeps) {
     async login(input: { clientId: string; clientSecret: string }): Promise<LoginResult> {
       // The MAC is computed even for an unknown client id, so both failures cost the same.
       const [ua, mac] = await Promise.all([
-        UUID.test(input.clientId) ? store.identities.universalAuthByClientId(input.clientId.toLowerCase()) : undefined,
+        isUuid(input.clientId) ? store.identities.universalAuthByClientId(input.clientId.toLowerCase()) : undefined,
         keyring.macClientSecret(input.clientSecret),
       ]);
       if (!ua) throw invalidCredentials();

@@ -73,6 +73,14 @@ for (const backend of BACKENDS) {
       }
     });
 
+    t.test('malformed ids: 404, never a 500', async (t) => {
+      for (const id of ['-'.repeat(36), 'zzzzzzzz-zzzz-zzzz-zzzz-zzzzzzzzzzzz', "1' or '1'='1", '0'.repeat(64)]) {
+        const r = await request(`${svc.url}/api/v3/secrets/raw?environment=prod&workspaceId=${encodeURIComponent(id)}`, { token });
+        t.equal(r.status, 404, id);
+        t.equal(r.body.error, 'NotFound');
+      }
+    });
+
     t.test('odd secret names: 404 or 400, never a 500', async (t) => {
       for (const name of ['%2E%2E', '..%2FGATEWAY_TOKEN', '%00', 'A%3AB', '%E0%A4%A']) {
         const r = await request(`${svc.url}/api/v3/secrets/raw/${name}?environment=prod&workspaceSlug=homelab`, { token });

@@ -1,0 +1,44 @@
+// Every error code maps to the status the contract names, and storage failures are
+// classified by code, never surfacing as a 500 with their message.
+import t from 'tap';
+import { AppError, ERROR_TABLE, toErrorBody, type ErrorCode } from '../../server/errors.js';
+
+const EXPECTED: Record<ErrorCode, [number, string]> = {
+  BAD_REQUEST: [400, 'BadRequest'],
+  VALIDATION: [422, 'ValidationFailure'],
+  UNAUTHORIZED: [401, 'UnauthorizedError'],
+  TOKEN_INVALID: [401, 'TokenError'],
+  FORBIDDEN: [403, 'PermissionDenied'],
+  NOT_FOUND: [404, 'NotFound'],
+  SECRET_PATH_NOT_FOUND: [404, 'SecretPathNotFound'],
+  CONFLICT: [409, 'Conflict'],
+  LENGTH_REQUIRED: [411, 'LengthRequired'],
+  PAYLOAD_TOO_LARGE: [413, 'PayloadTooLarge'],
+  UNSUPPORTED_MEDIA_TYPE: [415, 'UnsupportedMediaType'],
+  RATE_LIMITED: [429, 'TooManyRequests'],
+  INTERNAL: [500, 'InternalServerError'],
+  UNAVAILABLE: [503, 'ServiceUnavailable'],
+};
+
+t.test('every code maps to its contract status and name', async (t) => {
+  t.same(Object.keys(ERROR_TABLE).sort(), Object.keys(EXPECTED).sort());
+  for (const [code, [status, name]] of Object.entries(EXPECTED)) {
+    const { status: s, body } = toErrorBody(new AppError(code as ErrorCode, 'm'), 'req-x');
+    t.equal(s, status, code);
+    t.same(body, { reqId: 'req-x', statusCode: status, message: 'm', error: name });
+  }
+});
+
+t.test('storage failures by SQLSTATE', async (t) => {
+  t.equal(toErrorBody(Object.assign(new Error('duplicate key value violates ... secret value'), { code: '23505' }), 'r').status, 409);
+  t.equal(toErrorBody(Object.assign(new Error('x'), { code: '22P02' }), 'r').status, 400);
+  t.equal(toErrorBody(Object.assign(new Error('x'), { code: 'ECONNREFUSED' }), 'r').status, 503);
+  const leak = toErrorBody(Object.assign(new Error('duplicate key (value)=(hunter2)'), { code: '23505' }), 'r');
+  t.notMatch(leak.body.message, /hunter2/, 'the driver message is never echoed');
+});
+
+t.test('anything else: 500 with a fixed message', async (t) => {
+  const r = toErrorBody(new Error('secret value hunter2'), 'r');
+  t.equal(r.status, 500);
+  t.equal(r.body.message, 'Something went wrong');
+});
