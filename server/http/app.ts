@@ -1,0 +1,630 @@
+// The HTTP front: uWebSockets.js (native, hash-pinned) behind one request pipeline that
+// every route shares. Header guard against request smuggling, body cap, abort handling,
+// security headers and error mapping happen here once; routes see only plain
+// HttpRequest / HttpReply values (server/http/types.ts).
+import { randomFillSync } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { HttpRequest as UwsRequest, HttpResponse as UwsResponse, TemplatedApp, us_listen_socket, us_socket } from 'uWebSockets.js';
+import { AppError, toErrorBody } from '../errors.js';
+import type { Handler, HttpReply, HttpRequest, Method, Router } from './types.js';
+import { uws } from './uws.js';
+
+export interface HttpLogger {
+  error(obj: Record<string, unknown>, msg: string): void;
+}
+
+export interface HttpServerOptions {
+  /** Largest accepted request body in bytes (default 1 MiB). */
+  maxBodyBytes?: number;
+  /** Where 5xx errors are reported (default: one JSON line on stderr). */
+  logger?: HttpLogger;
+  /**
+   * Handles requests no route matched (any method; `method` is then whatever the client
+   * sent, upper-cased). Default: 404 JSON "Route <METHOD>:<path> not found".
+   */
+  onNotFound?: Handler;
+  /** Extra or replacement response headers sent on every response (merged over the defaults). */
+  securityHeaders?: Record<string, string>;
+}
+
+export interface HttpServer {
+  router: Router;
+  /** Resolves with the port actually bound (useful with port 0). */
+  listen(port: number, host?: string): Promise<number>;
+  /**
+   * Stops accepting connections; in-flight requests may finish (keep-alive connections
+   * stay open until idle). `force`: also drop every open connection at once. Idempotent.
+   */
+  close(force?: boolean): void;
+}
+
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+export const DEFAULT_SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'X-Content-Type-Options': 'nosniff',
+  'Cache-Control': 'no-store',
+  'Referrer-Policy': 'no-referrer',
+  'X-Frame-Options': 'DENY',
+});
+
+// ---------------------------------------------------------------------------------------
+// Request ids: "req-" + 14 base62 characters from a pooled CSPRNG buffer (unbiased).
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+const idPool = Buffer.allocUnsafe(4096);
+let idPos = idPool.length;
+
+export function newReqId(): string {
+  let id = 'req-';
+  let n = 0;
+  while (n < 14) {
+    if (idPos >= idPool.length) {
+      randomFillSync(idPool);
+      idPos = 0;
+    }
+    const b = idPool[idPos++]!;
+    if (b < 248) {
+      // 248 = 4 * 62: keeps the distribution uniform
+      id += BASE62[b % 62];
+      n++;
+    }
+  }
+  return id;
+}
+
+// ---------------------------------------------------------------------------------------
+// The plain request handed to routes.
+
+const EMPTY_BODY = Buffer.alloc(0);
+
+class PlainRequest implements HttpRequest {
+  reqId: string;
+  method: Method;
+  path: string;
+  params: Record<string, string>;
+  headers: Record<string, string>;
+  body: Buffer;
+  remoteAddress: string;
+  private rawQuery: string;
+  private parsedQuery: URLSearchParams | undefined;
+
+  constructor(reqId: string, method: Method, path: string, rawQuery: string, headers: Record<string, string>, remoteAddress: string) {
+    this.reqId = reqId;
+    this.method = method;
+    this.path = path;
+    this.params = {};
+    this.headers = headers;
+    this.body = EMPTY_BODY;
+    this.remoteAddress = remoteAddress;
+    this.rawQuery = rawQuery;
+    this.parsedQuery = undefined;
+  }
+
+  /** Parsed on first use: most routes never read the query. */
+  get query(): URLSearchParams {
+    return (this.parsedQuery ??= new URLSearchParams(this.rawQuery));
+  }
+}
+
+/** Per-request state that never leaves this file. */
+class Exchange {
+  readonly res: UwsResponse;
+  readonly req: PlainRequest;
+  /** Set when the client went away or the response was ended: `res` is off limits then. */
+  done = false;
+  /** Declared Content-Length still to be read (0: no body). */
+  bodyLength = 0;
+  readonly onAborted: () => void;
+
+  constructor(res: UwsResponse, req: PlainRequest) {
+    this.res = res;
+    this.req = req;
+    this.onAborted = () => {
+      this.done = true;
+    };
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Header guard. uWS's parser (this version) serves a request hidden behind a duplicate
+// Content-Length and accepts duplicate Host; see /work/shared/UWS.md. `req.forEach` runs
+// a module-level callback (no closure per request) that fills these scratch variables;
+// it is synchronous, so they are never shared between requests.
+
+let hHeaders: Record<string, string> = Object.create(null) as Record<string, string>;
+let hContentLength: string | undefined;
+let hContentLengthCount = 0;
+let hTransferEncodingCount = 0;
+let hHostCount = 0;
+let hDuplicate: string | undefined;
+
+function collectHeader(key: string, value: string): void {
+  const headers = hHeaders;
+  const prev = headers[key];
+  switch (key) {
+    case 'content-length':
+      hContentLengthCount++;
+      hContentLength = value;
+      break;
+    case 'transfer-encoding':
+      hTransferEncodingCount++;
+      break;
+    case 'host':
+      hHostCount++;
+      break;
+    case 'authorization':
+    case 'content-type':
+      // Ambiguous credentials or body type: refuse rather than pick one.
+      if (prev !== undefined) hDuplicate = key;
+      break;
+  }
+  headers[key] = prev === undefined ? value : `${prev}, ${value}`;
+}
+
+const enum Guard {
+  Ok,
+  /** Smuggling attempt or unparseable framing: close the connection without a response. */
+  Close,
+  /** Chunked request body: 411 and close. */
+  Chunked,
+  /** Duplicate authorization / content-type: 400. */
+  Duplicate,
+}
+
+/** Walks the headers into `hHeaders` and classifies the framing. */
+function guardHeaders(req: UwsRequest): Guard {
+  hHeaders = Object.create(null) as Record<string, string>;
+  hContentLength = undefined;
+  hContentLengthCount = 0;
+  hTransferEncodingCount = 0;
+  hHostCount = 0;
+  hDuplicate = undefined;
+  req.forEach(collectHeader);
+  if (hContentLengthCount > 1 || hTransferEncodingCount > 1 || hHostCount > 1) return Guard.Close;
+  if (hTransferEncodingCount === 1) return hContentLengthCount === 0 ? Guard.Chunked : Guard.Close;
+  if (hDuplicate !== undefined) return Guard.Duplicate;
+  return Guard.Ok;
+}
+
+/**
+ * Content-Length as a number: -1 when not all ASCII digits (uWS would read "1a" as 59),
+ * Infinity when absurdly long.
+ */
+function parseContentLength(value: string): number {
+  const len = value.length;
+  if (len === 0) return -1;
+  if (len > 15) {
+    for (let i = 0; i < len; i++) {
+      const c = value.charCodeAt(i);
+      if (c < 48 || c > 57) return -1;
+    }
+    return Infinity;
+  }
+  let n = 0;
+  for (let i = 0; i < len; i++) {
+    const c = value.charCodeAt(i);
+    if (c < 48 || c > 57) return -1;
+    n = n * 10 + (c - 48);
+  }
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------
+// Writing replies: always corked; the cork callback is one module-level function reading
+// scratch variables (it runs synchronously inside cork()).
+
+const STATUS_LINES = new Map<number, string>();
+function statusLine(status: number): string {
+  let line = STATUS_LINES.get(status);
+  if (line === undefined) {
+    line = `${status} ${STATUS_CODES[status] ?? 'Unknown'}`;
+    STATUS_LINES.set(status, line);
+  }
+  return line;
+}
+
+let wRes: UwsResponse | undefined;
+let wStatus = '';
+let wContentType: string | undefined;
+let wReqId = '';
+let wSecurity: readonly (readonly [string, string])[] = [];
+let wExtra: readonly (readonly [string, string])[] | undefined;
+let wBody: string | Buffer | undefined;
+let wClose = false;
+
+function corkedWrite(): void {
+  const res = wRes!;
+  res.writeStatus(wStatus);
+  if (wContentType !== undefined) res.writeHeader('Content-Type', wContentType);
+  const security = wSecurity;
+  for (let i = 0; i < security.length; i++) {
+    const h = security[i]!;
+    res.writeHeader(h[0], h[1]);
+  }
+  res.writeHeader('X-Request-Id', wReqId);
+  const extra = wExtra;
+  if (extra !== undefined) {
+    for (let i = 0; i < extra.length; i++) {
+      const h = extra[i]!;
+      res.writeHeader(h[0], h[1]);
+    }
+  }
+  // endWithoutBody() only without arguments: (undefined, false) leaves the response open.
+  if (wBody === undefined) res.endWithoutBody();
+  else res.end(wBody, wClose);
+}
+
+function hasCrLf(s: string): boolean {
+  return s.indexOf('\r') !== -1 || s.indexOf('\n') !== -1;
+}
+
+/** Header names that the front owns; a handler's own values for these are ignored. */
+const RESERVED_HEADERS = new Set(['content-length', 'transfer-encoding', 'connection', 'x-request-id', 'date']);
+
+function replyHeaders(headers: Record<string, string> | undefined, raw: boolean): [string, string][] | undefined {
+  if (headers === undefined) return undefined;
+  let out: [string, string][] | undefined;
+  for (const key in headers) {
+    const value = headers[key];
+    if (typeof value !== 'string') continue;
+    const lower = key.toLowerCase();
+    if (RESERVED_HEADERS.has(lower)) continue;
+    if (lower === 'content-type' && !raw) continue;
+    if (hasCrLf(key) || hasCrLf(value) || key.indexOf(':') !== -1) {
+      throw new Error(`Invalid response header ${JSON.stringify(key)}`);
+    }
+    (out ??= []).push([key, value]);
+  }
+  return out;
+}
+
+const NO_BODY_STATUS = new Set([204, 304]);
+
+// ---------------------------------------------------------------------------------------
+
+function defaultLogger(): HttpLogger {
+  return {
+    error(obj, msg) {
+      process.stderr.write(`${JSON.stringify({ level: 'error', msg, ...obj })}\n`);
+    },
+  };
+}
+
+const UWS_METHOD = {
+  GET: 'get',
+  POST: 'post',
+  PATCH: 'patch',
+  PUT: 'put',
+  DELETE: 'del',
+} as const satisfies Record<Method, keyof TemplatedApp>;
+
+/** Parameter names of a uWS pattern, in getParameter() order. */
+function paramNames(pattern: string): string[] {
+  const names: string[] = [];
+  for (const segment of pattern.split('/')) {
+    if (segment.startsWith(':')) names.push(segment.slice(1));
+  }
+  return names;
+}
+
+export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
+  const maxBodyBytes = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes < 0) throw new Error(`Invalid maxBodyBytes: ${maxBodyBytes}`);
+  const logger = opts.logger ?? defaultLogger();
+  const onNotFound = opts.onNotFound;
+  const security = Object.entries({ ...DEFAULT_SECURITY_HEADERS, ...opts.securityHeaders }).map(
+    ([k, v]) => [k, v] as const,
+  );
+  for (const [k, v] of security) {
+    if (hasCrLf(k) || hasCrLf(v)) throw new Error(`Invalid security header ${JSON.stringify(k)}`);
+  }
+
+  const app = uws.App();
+  let listenSocket: us_listen_socket | undefined;
+  let closed = false;
+
+  // -- writing ---------------------------------------------------------------------------
+
+  function write(
+    ex: Exchange,
+    status: number,
+    contentType: string | undefined,
+    extra: readonly (readonly [string, string])[] | undefined,
+    body: string | Buffer | undefined,
+    close: boolean,
+  ): void {
+    if (ex.done) return;
+    // Nothing may touch `res` after end().
+    ex.done = true;
+    wRes = ex.res;
+    wStatus = statusLine(status);
+    wContentType = contentType;
+    wReqId = ex.req.reqId;
+    wSecurity = security;
+    wExtra = extra;
+    wBody = body;
+    wClose = close;
+    try {
+      ex.res.cork(corkedWrite);
+    } catch (err) {
+      // Only reachable if uWS discarded the response under us; nothing left to answer.
+      logger.error({ reqId: ex.req.reqId, err: errInfo(err) }, 'response write failed');
+    } finally {
+      wRes = undefined;
+      wExtra = undefined;
+      wBody = undefined;
+    }
+  }
+
+  function sendError(ex: Exchange, err: unknown, close = false): void {
+    const req = ex.req;
+    const mapped = toErrorBody(err, req.reqId);
+    // Logged even when the client is gone: a 5xx is a bug or an outage either way.
+    // Never the body or headers (they carry credentials and secret values).
+    if (mapped.status >= 500) {
+      logger.error(
+        { reqId: req.reqId, method: req.method, path: req.path, status: mapped.status, err: errInfo(err) },
+        'request failed',
+      );
+    }
+    if (ex.done) return;
+    let text: string;
+    try {
+      text = JSON.stringify(mapped.body);
+    } catch {
+      // details that cannot be serialised: drop them rather than fail the error path
+      const { details: _details, ...rest } = mapped.body;
+      text = JSON.stringify(rest);
+    }
+    let extra: [string, string][] | undefined;
+    try {
+      extra = replyHeaders(mapped.headers, false);
+    } catch {
+      extra = undefined;
+    }
+    write(ex, mapped.status, JSON_CONTENT_TYPE, extra, text, close);
+  }
+
+  /**
+   * An error reply that also closes the connection, sent on the next macrotask. uWS keeps
+   * parsing whatever is already buffered on the socket after end(body, true) and would
+   * serve a request pipelined behind this one; while our response is still pending, it
+   * instead drops the connection when another request arrives. So nothing queued behind
+   * a refused request is ever served.
+   */
+  function refuseAndClose(ex: Exchange, err: AppError): void {
+    setImmediate(() => sendError(ex, err, true));
+  }
+
+  function sendReply(ex: Exchange, reply: HttpReply): void {
+    if (ex.done) return;
+    try {
+      if (typeof reply !== 'object' || reply === null) throw new Error('Handler returned no reply object');
+      const status = reply.status ?? 200;
+      if (!Number.isInteger(status) || status < 200 || status > 599) throw new Error(`Invalid reply status ${status}`);
+      const raw = reply.raw === true;
+      const extra = replyHeaders(reply.headers, raw);
+      const value = reply.body;
+      let body: string | Buffer | undefined;
+      let contentType: string | undefined;
+      if (NO_BODY_STATUS.has(status)) {
+        body = undefined;
+      } else if (raw) {
+        if (typeof value !== 'string' && !Buffer.isBuffer(value)) throw new Error('raw reply body must be a string or Buffer');
+        body = value;
+        // Default to JSON unless the handler named its own type.
+        if (extra === undefined || !extra.some((h) => h[0].toLowerCase() === 'content-type')) contentType = JSON_CONTENT_TYPE;
+      } else if (value === undefined) {
+        body = '';
+      } else {
+        body = JSON.stringify(value);
+        contentType = JSON_CONTENT_TYPE;
+      }
+      write(ex, status, contentType, extra, body, false);
+    } catch (err) {
+      sendError(ex, err);
+    }
+  }
+
+  function dispatch(ex: Exchange, handler: Handler): void {
+    let out: Promise<HttpReply> | HttpReply;
+    try {
+      out = handler(ex.req);
+    } catch (err) {
+      sendError(ex, err);
+      return;
+    }
+    if (typeof (out as Promise<HttpReply> | undefined)?.then === 'function') {
+      (out as Promise<HttpReply>).then(
+        (reply) => sendReply(ex, reply),
+        (err: unknown) => sendError(ex, err),
+      );
+    } else {
+      sendReply(ex, out as HttpReply);
+    }
+  }
+
+  // -- reading ---------------------------------------------------------------------------
+
+  /**
+   * Everything synchronous on the uWS request (which is invalid once this returns):
+   * header guard, copy, params. Returns the exchange, or undefined when already answered.
+   */
+  function begin(res: UwsResponse, req: UwsRequest, method: Method, names: readonly string[] | null): Exchange | undefined {
+    const guard = guardHeaders(req);
+    if (guard === Guard.Close) {
+      res.close();
+      return undefined;
+    }
+    const headers = hHeaders;
+    const contentLength = hContentLength;
+    const path = req.getUrl();
+    const request = new PlainRequest(
+      newReqId(),
+      method,
+      path,
+      req.getQuery() ?? '',
+      headers,
+      Buffer.from(res.getRemoteAddressAsText()).toString(),
+    );
+    const ex = new Exchange(res, request);
+    res.onAborted(ex.onAborted);
+
+    if (guard === Guard.Chunked) {
+      refuseAndClose(ex, new AppError('LENGTH_REQUIRED', 'Chunked request bodies are not accepted; send Content-Length'));
+      return undefined;
+    }
+    if (guard === Guard.Duplicate) {
+      sendError(ex, new AppError('BAD_REQUEST', `Duplicate ${hDuplicate} header`));
+      return undefined;
+    }
+
+    if (names !== null) {
+      const params = request.params;
+      for (let i = 0; i < names.length; i++) {
+        const value = req.getParameter(i) ?? '';
+        if (value.indexOf('%') === -1) {
+          params[names[i]!] = value;
+        } else {
+          try {
+            params[names[i]!] = decodeURIComponent(value);
+          } catch {
+            sendError(ex, new AppError('BAD_REQUEST', 'Malformed percent-encoding in URL'));
+            return undefined;
+          }
+        }
+      }
+    }
+
+    if (contentLength !== undefined) {
+      const length = parseContentLength(contentLength);
+      if (length < 0) {
+        // Framing we cannot agree on with uWS's parser.
+        ex.done = true;
+        res.close();
+        return undefined;
+      }
+      if (length > maxBodyBytes) {
+        refuseAndClose(ex, new AppError('PAYLOAD_TOO_LARGE', `Request body is larger than ${maxBodyBytes} bytes`));
+        return undefined;
+      }
+      ex.bodyLength = length;
+    }
+    return ex;
+  }
+
+  /**
+   * Streams a Content-Length body (already checked against the cap), then dispatches.
+   * Memory follows the bytes actually received, not the declared length, so idle
+   * connections that announce a large body cost nothing.
+   */
+  function readBody(ex: Exchange, handler: Handler): void {
+    const expected = ex.bodyLength;
+    let chunks: Buffer[] | undefined;
+    let received = 0;
+    ex.res.onData((chunk, isLast) => {
+      if (ex.done) return;
+      const n = chunk.byteLength;
+      if (received + n > expected) {
+        // Unreachable with uWS's Content-Length framing; never read past the cap anyway.
+        ex.done = true;
+        ex.res.close();
+        return;
+      }
+      received += n;
+      // The chunk is only valid during this callback: copy it now.
+      const copy = Buffer.from(new Uint8Array(chunk));
+      if (!isLast) {
+        (chunks ??= []).push(copy);
+        return;
+      }
+      if (received !== expected) {
+        ex.done = true;
+        ex.res.close();
+        return;
+      }
+      if (chunks === undefined) {
+        ex.req.body = copy;
+      } else {
+        chunks.push(copy);
+        ex.req.body = Buffer.concat(chunks, received);
+      }
+      dispatch(ex, handler);
+    });
+  }
+
+  function route(method: Method, pattern: string, handler: Handler): void {
+    const names = paramNames(pattern);
+    const namesOrNull = names.length > 0 ? names : null;
+    app[UWS_METHOD[method]](pattern, (res: UwsResponse, req: UwsRequest) => {
+      const ex = begin(res, req, method, namesOrNull);
+      if (ex === undefined) return;
+      if (ex.bodyLength > 0) readBody(ex, handler);
+      else dispatch(ex, handler);
+    });
+  }
+
+  // Fallback for every unmatched method/path. The guard runs here too: a smuggled
+  // request must not reach any handler, including this one.
+  app.any('/*', (res: UwsResponse, req: UwsRequest) => {
+    const sent = req.getCaseSensitiveMethod().toUpperCase();
+    const ex = begin(res, req, sent as Method, null);
+    if (ex === undefined) return;
+    if (sent === 'HEAD') {
+      write(ex, 404, undefined, undefined, undefined, false);
+      return;
+    }
+    const handler = onNotFound ?? notFound;
+    if (ex.bodyLength > 0) readBody(ex, handler);
+    else dispatch(ex, handler);
+  });
+
+  const router: Router = {
+    get: (pattern, handler) => route('GET', pattern, handler),
+    post: (pattern, handler) => route('POST', pattern, handler),
+    patch: (pattern, handler) => route('PATCH', pattern, handler),
+    put: (pattern, handler) => route('PUT', pattern, handler),
+    delete: (pattern, handler) => route('DELETE', pattern, handler),
+  };
+
+  return {
+    router,
+    listen(port: number, host?: string): Promise<number> {
+      return new Promise((resolve, reject) => {
+        if (closed || listenSocket !== undefined) {
+          reject(new Error(closed ? 'HTTP server is closed' : 'HTTP server is already listening'));
+          return;
+        }
+        const onListen = (socket: us_listen_socket | false) => {
+          if (socket === false) {
+            reject(new Error(`Cannot listen on ${host ?? '*'}:${port}`));
+            return;
+          }
+          listenSocket = socket;
+          resolve(uws.us_socket_local_port(socket as unknown as us_socket));
+        };
+        if (host === undefined) app.listen(port, onListen);
+        else app.listen(host, port, onListen);
+      });
+    },
+    close(force = false): void {
+      closed = true;
+      if (listenSocket !== undefined) {
+        uws.us_listen_socket_close(listenSocket);
+        listenSocket = undefined;
+      }
+      // TemplatedApp.close() exists in this binary (closes every socket of the app) but
+      // is missing from the package's typings.
+      if (force) (app as unknown as { close(): void }).close();
+    },
+  };
+}
+
+function notFound(req: HttpRequest): never {
+  throw new AppError('NOT_FOUND', `Route ${req.method}:${req.path} not found`);
+}
+
+function errInfo(err: unknown): Record<string, unknown> {
+  if (err instanceof Error) return { name: err.name, message: err.message, stack: err.stack };
+  return { type: typeof err };
+}
