@@ -4,6 +4,7 @@ import { createHttpServer } from './http/app.js';
 import { registerStatusRoutes } from './routes/status.js';
 import { registerAuthRoutes } from './routes/v1/auth.js';
 import { registerProjectRoutes } from './routes/v1/projects.js';
+import { registerUserRoutes } from './routes/v1/users.js';
 import { registerSecretReadRoutes } from './routes/v3/secrets.js';
 import { createServices, type Logger, type Services } from './services.js';
 
@@ -22,6 +23,7 @@ export async function startService(config: Config, log: Logger): Promise<Running
     });
     registerStatusRoutes(http.router, services);
     registerAuthRoutes(http.router, services);
+    registerUserRoutes(http.router, services);
     registerProjectRoutes(http.router, services);
     registerSecretReadRoutes(http.router, services);
     const port = await http.listen(config.port, config.host);

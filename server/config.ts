@@ -35,6 +35,7 @@ const schema = z.object({
   MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
   LOGIN_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(3),
   LOGIN_LOCKOUT_SECONDS: z.coerce.number().int().min(1).default(300),
+  SESSION_TTL_SECONDS: z.coerce.number().int().min(60).default(43200),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
 });
 
@@ -52,6 +53,7 @@ export interface Config {
   maxBodyBytes: number;
   loginMaxAttempts: number;
   loginLockoutSeconds: number;
+  sessionTtlSeconds: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
 }
 
@@ -85,6 +87,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     maxBodyBytes: e.MAX_BODY_BYTES,
     loginMaxAttempts: e.LOGIN_MAX_ATTEMPTS,
     loginLockoutSeconds: e.LOGIN_LOCKOUT_SECONDS,
+    sessionTtlSeconds: e.SESSION_TTL_SECONDS,
     logLevel: e.LOG_LEVEL,
   };
 }

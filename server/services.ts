@@ -4,7 +4,8 @@ import { memoryBus, redisBus, type CacheBus } from '../storage/cache.js';
 import { connectDatabase, type Database } from '../storage/db.js';
 import { createStore, type Store } from '../storage/index.js';
 import { migrate } from '../storage/migrate.js';
-import { identityTokens } from './auth/tokens.js';
+import { authenticator, type Authenticator } from './auth/authenticate.js';
+import { identityTokens, userSessionTokens } from './auth/tokens.js';
 import type { Config } from './config.js';
 import { accessControl, type AccessControl } from './domain/access.js';
 import { createCaches, type Caches } from './domain/caches.js';
@@ -13,6 +14,7 @@ import { openKeyring, type Keyring } from './domain/keyring.js';
 import { machineAuth, type MachineAuth } from './domain/machineAuth.js';
 import { projectsDomain, type ProjectsDomain } from './domain/projects.js';
 import { secretsDomain, type SecretsDomain } from './domain/secrets.js';
+import { usersDomain, type UsersDomain } from './domain/users.js';
 
 export interface Services {
   db: Database;
@@ -26,6 +28,9 @@ export interface Services {
   secrets: SecretsDomain;
   projects: ProjectsDomain;
   identities: IdentitiesDomain;
+  users: UsersDomain;
+  auth: Authenticator;
+  config: Pick<Config, 'sessionTtlSeconds'>;
   close(): Promise<void>;
 }
 
@@ -67,6 +72,23 @@ export async function createServices(config: Config, log: Logger): Promise<Servi
     cleanups.push(() => bus.close());
     const caches = createCaches(bus);
     const access = accessControl({ store, caches });
+    const lockout = { maxAttempts: config.loginMaxAttempts, seconds: config.loginLockoutSeconds };
+    const users = await usersDomain({
+      store,
+      crypto,
+      sessions: userSessionTokens(config.authSecret),
+      bus,
+      sessionTtlSeconds: config.sessionTtlSeconds,
+      lockout,
+    });
+    const machine = machineAuth({
+        store,
+        keyring,
+        tokens: identityTokens(config.authSecret),
+        caches,
+        bus,
+        lockout,
+    });
     return {
       db,
       store,
@@ -75,14 +97,10 @@ export async function createServices(config: Config, log: Logger): Promise<Servi
       bus,
       caches,
       access,
-      machineAuth: machineAuth({
-        store,
-        keyring,
-        tokens: identityTokens(config.authSecret),
-        caches,
-        bus,
-        lockout: { maxAttempts: config.loginMaxAttempts, seconds: config.loginLockoutSeconds },
-      }),
+      machineAuth: machine,
+      users,
+      auth: authenticator({ machineAuth: machine, users }),
+      config: { sessionTtlSeconds: config.sessionTtlSeconds },
       secrets: secretsDomain({ store, crypto, access, caches, bus }),
       projects: projectsDomain({ store, crypto, access, bus }),
       identities: identitiesDomain({ store, keyring, access, bus }),

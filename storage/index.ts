@@ -9,6 +9,7 @@ import { membershipsStore } from './memberships.js';
 import { organizationsStore } from './organizations.js';
 import { projectsStore } from './projects.js';
 import { secretsStore } from './secrets.js';
+import { usersStore } from './users.js';
 
 function bind(sql: Queryable) {
   return {
@@ -20,6 +21,7 @@ function bind(sql: Queryable) {
     identities: identitiesStore(sql),
     memberships: membershipsStore(sql),
     audit: auditStore(sql),
+    users: usersStore(sql),
   };
 }
 

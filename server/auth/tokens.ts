@@ -1,8 +1,8 @@
 // Machine access tokens: JWTs (HS256, jose) signed with a key derived from AUTH_SECRET.
 // Each token type has its own derived key, so a token of one kind can never be
 // presented as another.
-import { hkdfSync } from 'node:crypto';
-import { SignJWT, errors, jwtVerify } from 'jose';
+import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import { SignJWT, decodeJwt, errors, jwtVerify } from 'jose';
 import { AppError } from '../errors.js';
 
 const ISSUER = 'vault-standalone';
@@ -59,3 +59,66 @@ export function identityTokens(authSecret: Buffer) {
   };
 }
 export type IdentityTokens = ReturnType<typeof identityTokens>;
+
+const USER_SESSION_TYPE = 'userSession';
+
+export interface UserSessionClaims {
+  userId: string;
+  sessionId: string;
+  exp: number;
+}
+
+/** Which verifier a bearer token is for; unverified, so only ever used to choose one. */
+export function tokenTypeOf(token: string): 'identityAccessToken' | 'userSession' | undefined {
+  try {
+    const t = decodeJwt(token).authTokenType;
+    return t === IDENTITY_TOKEN_TYPE || t === USER_SESSION_TYPE ? t : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function userSessionTokens(authSecret: Buffer) {
+  const key = deriveKey(authSecret, USER_SESSION_TYPE);
+  const csrfKey = deriveKey(authSecret, 'csrf');
+
+  const csrfTokenFor = (sessionId: string) => createHmac('sha256', csrfKey).update(sessionId).digest('base64url');
+
+  return {
+    async sign(c: UserSessionClaims): Promise<string> {
+      return new SignJWT({ authTokenType: USER_SESSION_TYPE, userId: c.userId })
+        .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+        .setIssuer(ISSUER)
+        .setSubject(c.userId)
+        .setJti(c.sessionId)
+        .setIssuedAt()
+        .setExpirationTime(c.exp)
+        .sign(key);
+    },
+
+    async verify(token: string): Promise<UserSessionClaims> {
+      try {
+        const { payload } = await jwtVerify(token, key, { algorithms: ['HS256'], issuer: ISSUER, typ: 'JWT' });
+        const { userId, jti, exp, authTokenType } = payload as Record<string, unknown>;
+        if (authTokenType !== USER_SESSION_TYPE || typeof userId !== 'string' || typeof jti !== 'string' || typeof exp !== 'number') {
+          throw new AppError('TOKEN_INVALID', 'Invalid session token');
+        }
+        return { userId, sessionId: jti, exp };
+      } catch (err) {
+        if (err instanceof AppError) throw err;
+        if (err instanceof errors.JWTExpired) throw new AppError('TOKEN_INVALID', 'Session expired');
+        throw new AppError('TOKEN_INVALID', 'Invalid session token');
+      }
+    },
+
+    /** Bound to the session: a page of another origin can neither read nor forge it. */
+    csrfTokenFor,
+    checkCsrf(sessionId: string, presented: string | undefined): boolean {
+      if (!presented) return false;
+      const a = Buffer.from(csrfTokenFor(sessionId));
+      const b = Buffer.from(presented);
+      return a.length === b.length && timingSafeEqual(a, b);
+    },
+  };
+}
+export type UserSessionTokens = ReturnType<typeof userSessionTokens>;

@@ -6,7 +6,7 @@ import type { EnvironmentRow, ProjectRecord } from '../../storage/projects.js';
 import { AppError } from '../errors.js';
 import type { Caches } from './caches.js';
 
-export type Actor = { kind: 'identity'; identityId: string } | { kind: 'user'; userId: string };
+export type Actor = { kind: 'identity'; identityId: string } | { kind: 'user'; userId: string; superadmin?: boolean; sessionId?: string };
 /** The service itself (start-up, CLI, tests' set-up): not subject to roles, still audited. */
 export type SystemActor = { kind: 'system' };
 export const SYSTEM: SystemActor = { kind: 'system' };
@@ -69,7 +69,8 @@ export function accessControl(deps: { store: Pick<Store, 'projects' | 'membershi
     /** Resolves the project and demands `permission` in it. */
     async authorize(actor: Actor | SystemActor, ref: ProjectRef, permission: Permission): Promise<{ project: ProjectRecord; role: Role }> {
       const p = await project(ref);
-      if (actor.kind === 'system') return { project: p, role: 'admin' };
+      // The instance's superadmin administers every project.
+      if (actor.kind === 'system' || (actor.kind === 'user' && actor.superadmin)) return { project: p, role: 'admin' };
       const role = await roleOf(p.id, actor);
       if (!role) throw new AppError('FORBIDDEN', 'You are not member of this project');
       if (!can(role, permission)) throw new AppError('FORBIDDEN', 'You are not allowed to access this resource');

@@ -4,7 +4,7 @@ import type { Services } from '../../services.js';
 
 export function registerProjectRoutes(router: Router, svc: Services) {
   router.get('/api/v1/projects/slug/:slug', async (req) => {
-    const actor = await svc.machineAuth.authenticate(req.headers.authorization);
+    const actor = await svc.auth.actor(req);
     const { project } = await svc.access.authorize(actor, { slug: req.params.slug! }, 'secrets:read');
     return {
       body: {

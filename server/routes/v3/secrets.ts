@@ -24,7 +24,7 @@ const getQuery = z.object({
 
 export function registerSecretReadRoutes(router: Router, svc: Services) {
   router.get('/api/v3/secrets/raw', async (req) => {
-    const actor = await svc.machineAuth.authenticate(req.headers.authorization);
+    const actor = await svc.auth.actor(req);
     const q = parse(listQuery, queryObject(req.query));
     const secrets = await svc.secrets.list(actor, {
       project: projectRef(q),
@@ -39,7 +39,7 @@ export function registerSecretReadRoutes(router: Router, svc: Services) {
   });
 
   router.get('/api/v3/secrets/raw/:secretName', async (req) => {
-    const actor = await svc.machineAuth.authenticate(req.headers.authorization);
+    const actor = await svc.auth.actor(req);
     const q = parse(getQuery, queryObject(req.query));
     const secret = await svc.secrets.get(actor, {
       project: projectRef(q),

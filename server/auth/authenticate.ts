@@ -1,0 +1,51 @@
+// One way in for every authenticated route: a bearer token (machine access token or a
+// person's session token), or the browser's session cookie, which additionally needs
+// the CSRF token on every state-changing request.
+import type { Actor } from '../domain/access.js';
+import type { MachineAuth } from '../domain/machineAuth.js';
+import type { UsersDomain } from '../domain/users.js';
+import { AppError } from '../errors.js';
+import type { HttpRequest } from '../http/types.js';
+import { tokenTypeOf } from './tokens.js';
+
+export const SESSION_COOKIE = 'vault_session';
+export const CSRF_HEADER = 'x-csrf-token';
+
+export function readCookie(header: string | undefined, name: string): string | undefined {
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const i = part.indexOf('=');
+    if (i > 0 && part.slice(0, i).trim() === name) return part.slice(i + 1).trim();
+  }
+  return undefined;
+}
+
+/** Secure when the request reached the proxy over TLS (the service itself speaks plain HTTP). */
+export function sessionCookie(req: HttpRequest, token: string, maxAgeSeconds: number): string {
+  const secure = req.headers['x-forwarded-proto'] === 'https' ? '; Secure' : '';
+  return `${SESSION_COOKIE}=${token}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${maxAgeSeconds}${secure}`;
+}
+
+export function authenticator(deps: { machineAuth: Pick<MachineAuth, 'authenticate'>; users: Pick<UsersDomain, 'authenticate' | 'checkCsrf'> }) {
+  const { machineAuth, users } = deps;
+  return {
+    async actor(req: HttpRequest): Promise<Actor> {
+      const authorization = req.headers.authorization;
+      if (authorization && authorization.trim() !== '') {
+        const m = /^Bearer[ ]+(\S{1,4096})[ ]*$/i.exec(authorization);
+        if (m && tokenTypeOf(m[1]!) === 'userSession') return users.authenticate(m[1]!);
+        return machineAuth.authenticate(authorization);
+      }
+      const cookie = readCookie(req.headers.cookie, SESSION_COOKIE);
+      if (cookie) {
+        const actor = await users.authenticate(cookie);
+        if (req.method !== 'GET' && !users.checkCsrf(actor.sessionId, req.headers[CSRF_HEADER])) {
+          throw new AppError('FORBIDDEN', 'Missing or invalid CSRF token');
+        }
+        return actor;
+      }
+      throw new AppError('UNAUTHORIZED', 'Token missing');
+    },
+  };
+}
+export type Authenticator = ReturnType<typeof authenticator>;

@@ -1,0 +1,124 @@
+// People: first-visit registration of the superadmin, password login (argon2id, off
+// the event loop), sessions that logout ends.
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Crypto } from '../../crypto/index.js';
+import type { CacheBus } from '../../storage/cache.js';
+import type { Store } from '../../storage/index.js';
+import type { SessionState } from '../../storage/users.js';
+import type { UserSessionTokens } from '../auth/tokens.js';
+import { AppError } from '../errors.js';
+import { ReadThroughCache } from '../../storage/cache.js';
+
+export interface UserActor {
+  kind: 'user';
+  userId: string;
+  sessionId: string;
+  superadmin: boolean;
+}
+
+export interface SessionResult {
+  token: string;
+  csrfToken: string;
+  expiresAt: Date;
+  user: { id: string; email: string; firstName: string; lastName: string; superAdmin: boolean };
+}
+
+const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
+const SESSION_TOPIC = 'user-session';
+const invalidLogin = () => new AppError('UNAUTHORIZED', 'Invalid login');
+
+export interface UsersDeps {
+  store: Store;
+  crypto: Pick<Crypto, 'hashPassword' | 'verifyPassword'>;
+  sessions: UserSessionTokens;
+  bus: CacheBus;
+  sessionTtlSeconds: number;
+  lockout: { maxAttempts: number; seconds: number };
+}
+
+export async function usersDomain(deps: UsersDeps) {
+  const { store, crypto, sessions, bus, lockout } = deps;
+  // An unknown email is checked against this hash, so both failures take as long.
+  const dummyHash = await crypto.hashPassword(randomBytes(16).toString('hex'));
+  const live = new ReadThroughCache<SessionState | null>(10_000, 30_000);
+  bus.subscribe((topic, key) => topic === SESSION_TOPIC && live.invalidate(key));
+  bus.onReset(() => live.clear());
+
+  function validatePassword(password: string) {
+    if (password.length < 12 || password.length > 256) {
+      throw new AppError('VALIDATION', 'password must be 12 to 256 characters');
+    }
+  }
+
+  async function openSession(s: Pick<Store, 'users' | 'audit'> & { tx?: unknown }, user: { id: string; email: string; firstName: string; lastName: string; isSuperadmin: boolean }, ip: string | null) {
+    const sessionId = randomUUID();
+    const expiresAt = new Date(Date.now() + deps.sessionTtlSeconds * 1000);
+    await s.users.insertSession({ id: sessionId, userId: user.id, expiresAt, ip });
+    const token = await sessions.sign({ userId: user.id, sessionId, exp: Math.floor(expiresAt.getTime() / 1000) });
+    return {
+      token,
+      csrfToken: sessions.csrfTokenFor(sessionId),
+      expiresAt,
+      user: { id: user.id, email: user.email, firstName: user.firstName, lastName: user.lastName, superAdmin: user.isSuperadmin },
+    };
+  }
+
+  return {
+    async initialized(): Promise<boolean> {
+      return (await store.users.count()) > 0;
+    },
+
+    async signup(input: { email: string; password: string; firstName: string; lastName?: string; ip: string | null }): Promise<SessionResult> {
+      const email = input.email.trim().toLowerCase();
+      if (!EMAIL.test(email)) throw new AppError('VALIDATION', 'email is not a valid address');
+      validatePassword(input.password);
+      const firstName = input.firstName.trim();
+      if (!firstName || firstName.length > 64) throw new AppError('VALIDATION', 'firstName must be 1 to 64 characters');
+      const passwordHash = await crypto.hashPassword(input.password);
+      return store.transaction(async (s) => {
+        // Two first visits at once: exactly one becomes the superadmin.
+        await s.tx`select pg_advisory_xact_lock(74820116)`;
+        if ((await s.users.count()) > 0) throw new AppError('BAD_REQUEST', 'Admin account has already been set up');
+        const user = await s.users.insert({ email, passwordHash, firstName, lastName: (input.lastName ?? '').trim(), isSuperadmin: true });
+        await s.organizations.ensureDefault();
+        await s.audit.append(s.tx, { actorType: 'user', actorId: user.id, eventType: 'admin-signup', ip: input.ip, metadata: { email } });
+        return openSession(s, user, input.ip);
+      });
+    },
+
+    async login(input: { email: string; password: string; ip: string | null }): Promise<SessionResult> {
+      const user = await store.users.byEmail(input.email.trim());
+      const ok = await crypto.verifyPassword(user?.passwordHash ?? dummyHash, input.password);
+      if (user?.lockedUntil && user.lockedUntil.getTime() > Date.now()) {
+        const retryAfter = Math.ceil((user.lockedUntil.getTime() - Date.now()) / 1000);
+        throw new AppError('RATE_LIMITED', `Too many failed login attempts; try again in ${retryAfter} seconds`, {
+          headers: { 'Retry-After': String(retryAfter) },
+        });
+      }
+      if (!user || !ok) {
+        if (user) await store.users.recordLoginFailure(user.id, lockout.maxAttempts, lockout.seconds);
+        throw invalidLogin();
+      }
+      return store.transaction(async (s) => {
+        await s.users.clearLoginFailures(user.id);
+        await s.audit.append(s.tx, { actorType: 'user', actorId: user.id, eventType: 'login-user', ip: input.ip });
+        return openSession(s, user, input.ip);
+      });
+    },
+
+    async logout(sessionId: string): Promise<void> {
+      await store.users.revokeSession(sessionId);
+      await bus.publish(SESSION_TOPIC, sessionId);
+    },
+
+    async authenticate(token: string): Promise<UserActor> {
+      const claims = await sessions.verify(token);
+      const state = await live.get(claims.sessionId, async () => (await store.users.liveSession(claims.sessionId)) ?? null);
+      if (!state || state.expiresAt.getTime() <= Date.now()) throw new AppError('TOKEN_INVALID', 'Session ended; log in again');
+      return { kind: 'user', userId: claims.userId, sessionId: claims.sessionId, superadmin: state.isSuperadmin };
+    },
+
+    checkCsrf: sessions.checkCsrf,
+  };
+}
+export type UsersDomain = Awaited<ReturnType<typeof usersDomain>>;

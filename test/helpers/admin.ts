@@ -1,0 +1,18 @@
+// The superadmin of a test instance, registered over HTTP the way the UI does it.
+import { request } from './http.js';
+
+export interface AdminSession {
+  token: string;
+  csrfToken: string;
+  cookie: string;
+  userId: string;
+}
+
+export const ADMIN = { email: 'admin@example.test', password: 'a long admin passphrase', firstName: 'Ada', lastName: 'Admin' };
+
+export async function signupAdmin(url: string, who = ADMIN): Promise<AdminSession> {
+  const r = await request(`${url}/api/v1/admin/signup`, { method: 'POST', json: who });
+  if (r.status !== 200) throw new Error(`signup failed: ${r.status} ${JSON.stringify(r.body)}`);
+  const cookie = (r.headers.get('set-cookie') ?? '').split(';')[0]!;
+  return { token: r.body.token, csrfToken: r.body.csrfToken, cookie, userId: r.body.user.id };
+}
