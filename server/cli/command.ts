@@ -1,0 +1,69 @@
+// What every subcommand shares: argument parsing (node:util parseArgs, strict), the
+// exit codes, and the two error kinds a command throws instead of exiting itself.
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+
+export const EXIT_OK = 0;
+export const EXIT_FAILURE = 1;
+export const EXIT_USAGE = 2;
+
+/** Something went wrong that the operator must act on: exit 1 with the message. */
+export class CliError extends Error {
+  override readonly name = 'CliError';
+}
+
+/** The command line itself is wrong: exit 2 with the message and a pointer to --help. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+export interface Io {
+  /** Data and results (the only stream that may carry a generated value, on request). */
+  out(line: string): void;
+  /** Progress, notes, warnings and errors. */
+  err(line: string): void;
+}
+
+export interface Context {
+  /** A copy of the environment taken at start; the CLI deletes the key variables from process.env. */
+  env: Record<string, string | undefined>;
+  io: Io;
+}
+
+export interface Command {
+  name: string;
+  summary: string;
+  /** Full --help text. */
+  help: string;
+  run(argv: string[], ctx: Context): Promise<number>;
+}
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+/**
+ * Strict parsing: unknown options and stray positionals are usage errors. `--help`
+ * is added to every command; the caller prints the help when `help` is true.
+ */
+export function parse<O extends Options>(argv: string[], options: O) {
+  try {
+    const { values } = parseArgs({
+      args: argv,
+      options: { ...options, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+      allowPositionals: false,
+    });
+    return values as { [K in keyof O]?: O[K]['type'] extends 'boolean' ? boolean : string } & { help?: boolean };
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+/** Argument values are visible to every user on the host (ps, /proc/<pid>/cmdline). */
+export function refuseKeyLikeArguments(argv: string[]): void {
+  const bad = argv.find((a) => /[0-9a-fA-F]{32}/.test(a));
+  if (bad !== undefined) {
+    throw new UsageError(
+      'refusing an argument that looks like a key: keys are read from the environment only ' +
+        '(ENCRYPTION_KEY, NEW_ENCRYPTION_KEY), because command-line arguments are visible to every user in `ps`',
+    );
+  }
+}

@@ -1,0 +1,106 @@
+// How the commands reach the service's database and keys: the same environment
+// variables as the service (DATABASE_URL, or the embedded database in DATA_DIR).
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join, resolve } from 'node:path';
+import { connectDatabase, type Database } from '../../storage/db.js';
+import { ConfigError, DEV_KEYS_FILE, parseConfig, withDevelopmentKeys, type Config } from '../config.js';
+import { CliError, type Io } from './command.js';
+
+export interface DatabaseTarget {
+  databaseUrl?: string;
+  dataDir: string;
+  waitMs: number;
+}
+
+export function databaseTarget(env: Record<string, string | undefined>): DatabaseTarget {
+  const databaseUrl = env.DATABASE_URL?.trim() || undefined;
+  const dataDir = resolve(env.DATA_DIR || './data');
+  const raw = env.DB_WAIT_SECONDS ?? '30';
+  const seconds = Number(raw);
+  if (!Number.isInteger(seconds) || seconds < 0) throw new CliError(`invalid DB_WAIT_SECONDS: ${raw}`);
+  return { databaseUrl, dataDir, waitMs: seconds * 1000 };
+}
+
+export function describeTarget(t: DatabaseTarget): string {
+  if (!t.databaseUrl) return `embedded database in ${t.dataDir}`;
+  try {
+    const u = new URL(t.databaseUrl);
+    return `PostgreSQL ${u.hostname}${u.port ? `:${u.port}` : ''}${u.pathname}`; // never the password
+  } catch {
+    return 'PostgreSQL (DATABASE_URL)';
+  }
+}
+
+/**
+ * The embedded database admits one process. A command must not open it under a running
+ * service: it would remove the service's socket and write to files the service has open.
+ */
+async function assertEmbeddedFree(dataDir: string): Promise<void> {
+  if (!existsSync(join(dataDir, 'pglite'))) {
+    throw new CliError(
+      `no database found: DATABASE_URL is not set and ${dataDir} holds no embedded database ` +
+        '(set DATABASE_URL, or DATA_DIR to the service\'s data folder)',
+    );
+  }
+  const socket = join(dataDir, 'run', '.s.PGSQL.5432');
+  if (!existsSync(socket)) return;
+  const live = await new Promise<boolean>((done) => {
+    const s = connect(socket);
+    s.once('connect', () => {
+      s.destroy();
+      done(true);
+    });
+    s.once('error', () => done(false));
+  });
+  if (live) {
+    throw new CliError(
+      `the embedded database in ${dataDir} is in use (is the service running?): stop the service first, ` +
+        'the embedded database admits one process at a time',
+    );
+  }
+}
+
+/** Opens the database named by the environment; never creates an embedded one. */
+export async function openDatabase(env: Record<string, string | undefined>, io: Io, poolSize?: number): Promise<Database> {
+  const target = databaseTarget(env);
+  if (!target.databaseUrl) await assertEmbeddedFree(target.dataDir);
+  try {
+    return await connectDatabase({ ...target, poolSize, log: (m) => io.err(m) });
+  } catch (err) {
+    throw new CliError(`cannot open the ${describeTarget(target)}: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * The service configuration for commands that open values (seed-inventory). AUTH_SECRET
+ * is not needed (the CLI signs nothing), so a throwaway one stands in for it. Outside
+ * production, a data folder's development keys are used when ENCRYPTION_KEY is unset,
+ * but never generated: a new key would not open existing data.
+ */
+export async function serviceConfig(env: Record<string, string | undefined>, io: Io): Promise<Config> {
+  let e = { ...env };
+  const target = databaseTarget(e);
+  if (!target.databaseUrl) await assertEmbeddedFree(target.dataDir);
+  const devKeys = join(target.dataDir, DEV_KEYS_FILE);
+  if (e.ENCRYPTION_KEY === undefined && (e.NODE_ENV ?? 'development') !== 'production' && existsSync(devKeys)) {
+    e = withDevelopmentKeys({ ...e, AUTH_SECRET: undefined }).env;
+    io.err(`using the development ENCRYPTION_KEY from ${devKeys}`);
+  }
+  if (e.ENCRYPTION_KEY === undefined) {
+    throw new CliError('ENCRYPTION_KEY is not set: run with the environment of the service (ENCRYPTION_KEY and DATABASE_URL)');
+  }
+  try {
+    return parseConfig({
+      ...e,
+      AUTH_SECRET: randomBytes(32).toString('base64'),
+      PORT: '0',
+      CRYPTO_THREADS: e.CRYPTO_THREADS ?? '1',
+      DB_WAIT_SECONDS: String(target.waitMs / 1000),
+    });
+  } catch (err) {
+    if (err instanceof ConfigError) throw new CliError(err.message);
+    throw err;
+  }
+}

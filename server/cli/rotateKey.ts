@@ -1,0 +1,295 @@
+// rotate-key: re-wraps every data key from the current ENCRYPTION_KEY to a new one in
+// ONE transaction, proves inside that transaction that the new key alone opens the
+// canary, every data key and every secret, and only then commits. Any failure rolls
+// back: the old key keeps working and nothing is lost.
+import { createCrypto, type Crypto } from '../../crypto/index.js';
+import type { Database, Sql } from '../../storage/db.js';
+import { createStore, type Store, type TxStores } from '../../storage/index.js';
+import type { WrappedKeyRow } from '../../storage/keys.js';
+import { migrate } from '../../storage/migrate.js';
+import { dataKeyAad, openKeyring, WrongEncryptionKeyError } from '../domain/keyring.js';
+import { secretAad } from '../domain/secrets.js';
+import { CliError, EXIT_OK, parse, refuseKeyLikeArguments, type Command, type Context, type Io } from './command.js';
+import { databaseTarget, describeTarget, openDatabase } from './database.js';
+
+const HELP = `Usage: vault-standalone rotate-key [--dry-run]
+
+Rotates the root key: every data key is re-wrapped from the current ENCRYPTION_KEY to
+NEW_ENCRYPTION_KEY in one transaction. Before committing, the new key ALONE must open
+the canary, every data key and every secret of every project; otherwise everything is
+rolled back and the current key keeps working.
+
+Stop the service first (every replica): a running replica would keep wrapping new
+project keys under the old key. The command refuses while other vault-standalone
+connections to the database exist.
+
+Environment (never arguments: arguments are visible to every user in \`ps\`):
+  ENCRYPTION_KEY        the current key (32 hex characters)
+  NEW_ENCRYPTION_KEY    the new key (32 hex characters; e.g. openssl rand -hex 16)
+  DATABASE_URL          the service's database (or DATA_DIR for the embedded one)
+
+Options:
+  --dry-run     do everything, verify, then roll back (changes nothing)
+  -h, --help    this help
+
+Afterwards set ENCRYPTION_KEY to the new key everywhere it is kept (the Secret
+vault-secrets, the infrastructure variables, your backups) and start the service. It
+then refuses the old key. Database backups taken BEFORE the rotation still need the
+old key: keep it as long as you keep them.
+
+Test-only fault injection (never set in production):
+  VAULT_ROTATE_FAIL_AFTER=N   throw after N keys were re-wrapped (inside the transaction)
+  VAULT_ROTATE_PAUSE_AFTER=N  after N re-wraps print "paused" on stderr and wait forever
+
+Exit codes: 0 rotated (or dry run verified), 1 failure (nothing changed), 2 usage error.`;
+
+const HEX32 = /^[0-9a-fA-F]{32}$/;
+const APP_NAME = 'vault-standalone';
+
+class DryRun extends Error {
+  constructor(readonly result: RotationResult) {
+    super('dry run');
+  }
+}
+class FaultInjected extends Error {}
+
+interface RotationResult {
+  fromVersion: number;
+  toVersion: number;
+  keys: number;
+  systemKeys: number;
+  projects: number;
+  secrets: number;
+}
+
+function faultAfter(env: Record<string, string | undefined>, name: string): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new CliError(`${name} must be a non-negative integer`);
+  return n;
+}
+
+/** The stores of one transaction, shaped as a Store for openKeyring (which only reads there). */
+function storeOf(s: TxStores): Store {
+  return {
+    ...s,
+    sql: s.tx as unknown as Sql,
+    transaction: () => Promise.reject(new Error('no nested transaction inside the rotation')),
+  };
+}
+
+export const rotateKey: Command = {
+  name: 'rotate-key',
+  summary: 'rotate ENCRYPTION_KEY: re-wrap every data key under NEW_ENCRYPTION_KEY, verified, in one transaction',
+  help: HELP,
+  async run(argv: string[], { env, io }: Context): Promise<number> {
+    refuseKeyLikeArguments(argv);
+    const o = parse(argv, { 'dry-run': { type: 'boolean' } });
+    if (o.help) {
+      io.out(HELP);
+      return EXIT_OK;
+    }
+    const oldKey = env.ENCRYPTION_KEY?.trim();
+    const newKey = env.NEW_ENCRYPTION_KEY?.trim();
+    if (!oldKey || !HEX32.test(oldKey)) throw new CliError('ENCRYPTION_KEY must be 32 hex characters (the current key)');
+    if (!newKey || !HEX32.test(newKey)) {
+      throw new CliError('NEW_ENCRYPTION_KEY must be 32 hex characters (generate one with: openssl rand -hex 16)');
+    }
+    if (oldKey.toLowerCase() === newKey.toLowerCase()) {
+      throw new CliError('NEW_ENCRYPTION_KEY is the same as ENCRYPTION_KEY: nothing to rotate');
+    }
+    const failAfter = faultAfter(env, 'VAULT_ROTATE_FAIL_AFTER');
+    const pauseAfter = faultAfter(env, 'VAULT_ROTATE_PAUSE_AFTER');
+
+    io.err(`rotating the root key of the ${describeTarget(databaseTarget(env))}`);
+    // One connection: the rotation is sequential, and the check for other sessions below
+    // then counts only others.
+    const db = await openDatabase(env, io, 1);
+    const cryptos: Crypto[] = [];
+    try {
+      await migrate(db.sql);
+      const store = createStore(db.sql);
+      await refuseWhileServiceRuns(db);
+      if (!(await store.keys.canary())) {
+        throw new CliError('this database holds no keys yet (the service has never started on it): nothing to rotate');
+      }
+      const versions = await store.keys.rootKeyVersions();
+      if (versions.length !== 1) {
+        throw new CliError(`expected every data key under one root key version, found versions ${versions.join(', ')}`);
+      }
+      const from = versions[0]!;
+      const to = from + 1;
+      const rotating = await createCrypto({
+        encryptionKeyHex: newKey.toLowerCase(),
+        rootKeyVersion: to,
+        previousKeys: [{ version: from, keyHex: oldKey.toLowerCase() }],
+        threads: 1,
+      });
+      cryptos.push(rotating);
+      await assertCurrentKey(store, rotating, newKey.toLowerCase(), from, cryptos);
+      // The proof: a crypto instance that holds the new key and nothing else.
+      const newOnly = await createCrypto({ encryptionKeyHex: newKey.toLowerCase(), rootKeyVersion: to, threads: 1 });
+      cryptos.push(newOnly);
+
+      let result: RotationResult;
+      try {
+        result = await store.transaction((s) =>
+          rotate(s, { rotating, newOnly, from, to, failAfter, pauseAfter, dryRun: o['dry-run'] === true, io }),
+        );
+      } catch (err) {
+        if (err instanceof DryRun) {
+          report(io, err.result, true);
+          return EXIT_OK;
+        }
+        const why = err instanceof FaultInjected || err instanceof CliError ? err.message : describe(err);
+        throw new CliError(
+          `rotation failed and was rolled back: ${why}\nNothing was changed: ENCRYPTION_KEY is still the key of this database.`,
+        );
+      }
+      report(io, result, false);
+      return EXIT_OK;
+    } finally {
+      for (const c of cryptos) await c.close().catch(() => {});
+      await db.close().catch(() => {});
+    }
+  },
+};
+
+function describe(err: unknown): string {
+  const e = err as { code?: string; message?: string };
+  return e.code && e.message ? `${e.message} (${e.code})` : (e.message ?? String(err));
+}
+
+async function refuseWhileServiceRuns(db: Database): Promise<void> {
+  if (db.kind !== 'postgres') return; // the embedded database admits one process: checked on open
+  const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity
+    where datname = current_database() and application_name = ${APP_NAME} and pid <> pg_backend_pid()`;
+  const n = row?.n ?? 0;
+  if (n > 0) {
+    throw new CliError(
+      `${n} other ${APP_NAME} connection${n === 1 ? '' : 's'} to this database: is the service running? ` +
+        'Stop every replica first (e.g. kubectl scale deployment ... --replicas=0): a running replica would keep ' +
+        'wrapping new project keys under the old key. Nothing was changed.',
+    );
+  }
+}
+
+/** The old key must open the canary; if the new one already does, say so. */
+async function assertCurrentKey(store: Store, rotating: Crypto, newKey: string, from: number, cryptos: Crypto[]) {
+  try {
+    await openKeyring(store, rotating);
+    return;
+  } catch (err) {
+    if (!(err instanceof WrongEncryptionKeyError)) throw err;
+  }
+  let alreadyRotated = false;
+  const probe = await createCrypto({ encryptionKeyHex: newKey, rootKeyVersion: from, threads: 1 });
+  cryptos.push(probe);
+  try {
+    await openKeyring(store, probe);
+    alreadyRotated = true;
+  } catch {
+    // neither key opens it
+  }
+  throw new CliError(
+    'ENCRYPTION_KEY is not the current key: it does not open this database\'s canary. Nothing was changed.' +
+      (alreadyRotated
+        ? ' NEW_ENCRYPTION_KEY already opens it: the rotation seems done; set ENCRYPTION_KEY to that key.'
+        : ''),
+  );
+}
+
+async function rotate(
+  s: TxStores,
+  opts: { rotating: Crypto; newOnly: Crypto; from: number; to: number; failAfter?: number; pauseAfter?: number; dryRun: boolean; io: Io },
+): Promise<RotationResult> {
+  const { rotating, newOnly, from, to, failAfter, pauseAfter, io } = opts;
+  // No key row may appear or change under us; plain reads (a service elsewhere) go on.
+  await s.tx`lock table crypto_keys in exclusive mode`;
+  const rows = await s.tx<WrappedKeyRow[]>`select id, purpose, root_key_version, wrapped from crypto_keys
+    order by created_at, id for update`;
+  const stray = rows.find((r) => r.rootKeyVersion !== from);
+  if (stray) throw new CliError(`data key ${stray.id} is under root key version ${stray.rootKeyVersion}, not ${from}`);
+
+  const rewrapped = new Map<string, Buffer>();
+  const checkpoint = async (n: number) => {
+    if (failAfter === n) throw new FaultInjected(`fault injected by VAULT_ROTATE_FAIL_AFTER=${n} after ${n} re-wrapped keys`);
+    if (pauseAfter === n) {
+      process.stderr.write('paused\n');
+      // A test kills the process here, mid-transaction. Nothing else wakes it.
+      await new Promise<never>(() => setInterval(() => {}, 1 << 30));
+    }
+  };
+  await checkpoint(0);
+  for (const r of rows) {
+    const wrapped = await rotating.rewrap(r.wrapped, dataKeyAad(r.id), to);
+    await s.keys.updateWrapped(r.id, to, wrapped);
+    rewrapped.set(r.id, wrapped);
+    await checkpoint(rewrapped.size);
+  }
+  io.err(`re-wrapped ${rows.length} data keys; verifying with the new key alone`);
+
+  // 1. The canary opens (what the service checks at start).
+  await openKeyring(storeOf(s), newOnly).catch((err: unknown) => {
+    throw new CliError(`the new key does not open the canary after re-wrapping (${describe(err)})`);
+  });
+  // 2. Every data key unwraps (also those of projects without secrets).
+  for (const [id, wrapped] of rewrapped) await newOnly.mac(wrapped, dataKeyAad(id), 'vault-standalone:rotation-check');
+  // 3. Every secret of every project opens: one task per project.
+  let secrets = 0;
+  const projects = await s.projects.list();
+  for (const p of projects) {
+    const record = await s.projects.byId(p.id);
+    if (!record) continue;
+    const items: { blob: Buffer; aad: string }[] = [];
+    for (const env of record.environments) {
+      const folders = await s.folders.subtree(env.id, '/');
+      for (const r of await s.secrets.listByFolders(folders.map((f) => f.id))) {
+        const at = { projectId: record.id, environmentId: env.id, folderId: r.folderId, secretId: r.id, key: r.key, version: r.version };
+        items.push({ blob: r.valueBlob, aad: secretAad('value', at) });
+        if (r.commentBlob) items.push({ blob: r.commentBlob, aad: secretAad('comment', at) });
+        secrets++;
+      }
+    }
+    if (items.length) {
+      await newOnly.openMany(record.wrappedDataKey, dataKeyAad(record.dataKeyId), items).catch((err: unknown) => {
+        throw new CliError(`a secret of project '${record.slug}' does not open with the new key (${describe(err)})`);
+      });
+    }
+  }
+  const result: RotationResult = {
+    fromVersion: from,
+    toVersion: to,
+    keys: rows.length,
+    systemKeys: rows.filter((r) => r.purpose === 'system').length,
+    projects: projects.length,
+    secrets,
+  };
+  await s.audit.append(s.tx, {
+    actorType: 'system',
+    actorId: null,
+    eventType: 'rotate-root-key',
+    metadata: { fromVersion: from, toVersion: to, keysRewrapped: result.keys, secretsVerified: secrets },
+  });
+  if (opts.dryRun) throw new DryRun(result);
+  return result;
+}
+
+function report(io: Io, r: RotationResult, dryRun: boolean): void {
+  if (dryRun) {
+    io.out(`dry run: the rotation from root key version ${r.fromVersion} to ${r.toVersion} would succeed; rolled back, nothing changed.`);
+  } else {
+    io.out(`root key rotated: version ${r.fromVersion} -> ${r.toVersion}`);
+  }
+  io.out(`  data keys re-wrapped: ${r.keys} (${r.systemKeys} system, ${r.keys - r.systemKeys} project)`);
+  io.out(`  secrets verified with the new key alone: ${r.secrets} (in ${r.projects} project${r.projects === 1 ? '' : 's'})`);
+  if (dryRun) return;
+  io.out('');
+  io.out('Next:');
+  io.out('  1. Set ENCRYPTION_KEY to the new key everywhere it is kept: the Secret vault-secrets (service');
+  io.out('     namespace), the infrastructure variables file, your password manager.');
+  io.out('  2. Start the service (scale it back up). It now refuses the old key:');
+  io.out('     "ENCRYPTION_KEY does not match the key this database was encrypted with".');
+  io.out('  3. Keep the old key as long as you keep database backups taken before this rotation.');
+}

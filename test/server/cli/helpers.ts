@@ -1,0 +1,137 @@
+// The CLI as a real child process with a controlled environment, and the service's
+// composition root in-process to set up and read back what the CLI did.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseConfig } from '../../../server/config.js';
+import { dataKeyAad } from '../../../server/domain/keyring.js';
+import { secretAad } from '../../../server/domain/secrets.js';
+import { createServices, type Services } from '../../../server/services.js';
+import { freshDatabase } from '../../helpers/db.js';
+import { quietLog, testKeys } from '../../helpers/service.js';
+
+export const CLI = fileURLToPath(new URL('../../../server/cli/main.js', import.meta.url));
+/** The repository root (dist/test/server/cli -> ../../../..). */
+export const REPO = fileURLToPath(new URL('../../../../', import.meta.url));
+
+interface TapLike {
+  teardown(fn: () => unknown): void;
+}
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface CliProcess {
+  child: ChildProcess;
+  exit: Promise<CliResult>;
+  /** Resolves when stderr has matched `re`; rejects if the process exits first. */
+  stderrMatch(re: RegExp): Promise<void>;
+}
+
+export function spawnCli(args: string[], env: Record<string, string>, cwd?: string): CliProcess {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), ...env },
+    cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  const watchers: Array<{ re: RegExp; done: () => void }> = [];
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => {
+    stderr += d;
+    for (const w of [...watchers]) {
+      if (w.re.test(stderr)) {
+        watchers.splice(watchers.indexOf(w), 1);
+        w.done();
+      }
+    }
+  });
+  const exit = new Promise<CliResult>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
+  return {
+    child,
+    exit,
+    stderrMatch: (re) =>
+      new Promise<void>((resolve, reject) => {
+        if (re.test(stderr)) return resolve();
+        watchers.push({ re, done: resolve });
+        void exit.then((r) => reject(new Error(`exited (${r.code ?? r.signal}) before stderr matched ${re}: ${r.stderr}`)));
+      }),
+  };
+}
+
+export const runCli = (args: string[], env: Record<string, string>, cwd?: string): Promise<CliResult> =>
+  spawnCli(args, env, cwd).exit;
+
+export function tempDir(t: TapLike, prefix = 'vault-cli-'): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+export type Backend = 'postgres' | 'embedded';
+
+/** The service's environment: fresh keys and a fresh database (no Redis: the CLI's own default). */
+export async function cliEnv(t: TapLike, backend: Backend): Promise<Record<string, string>> {
+  const env: Record<string, string> = {
+    NODE_ENV: 'test',
+    ...testKeys(),
+    DATA_DIR: tempDir(t, 'vault-cli-data-'),
+    CRYPTO_THREADS: '1',
+    DB_WAIT_SECONDS: '10',
+  };
+  if (backend === 'postgres') env.DATABASE_URL = await freshDatabase(t);
+  return env;
+}
+
+/** The service's composition root (what startService runs before listening); close() is idempotent. */
+export async function openServices(t: TapLike, env: Record<string, string>): Promise<Services> {
+  const services = await createServices(parseConfig(env), quietLog);
+  let closing: Promise<void> | undefined;
+  const close = () => (closing ??= services.close());
+  t.teardown(close);
+  return { ...services, close };
+}
+
+export interface StoredSecret {
+  value: string;
+  comment: string;
+  version: number;
+  immutable: boolean;
+}
+
+/** Every secret of every project, opened through the store and the crypto workers: `slug/env/path/KEY` -> secret. */
+export async function readAll(services: Services): Promise<Map<string, StoredSecret>> {
+  const { store, crypto } = services;
+  const out = new Map<string, StoredSecret>();
+  for (const p of await store.projects.list()) {
+    const project = (await store.projects.byId(p.id))!;
+    for (const env of project.environments) {
+      const folders = await store.folders.subtree(env.id, '/');
+      const pathOf = new Map(folders.map((f) => [f.id, f.path]));
+      const rows = await store.secrets.listByFolders(folders.map((f) => f.id));
+      const items = rows.flatMap((r) => {
+        const at = { projectId: project.id, environmentId: env.id, folderId: r.folderId, secretId: r.id, key: r.key, version: r.version };
+        return [
+          { blob: r.valueBlob, aad: secretAad('value', at) },
+          ...(r.commentBlob ? [{ blob: r.commentBlob, aad: secretAad('comment', at) }] : []),
+        ];
+      });
+      const plain = items.length ? await crypto.openMany(project.wrappedDataKey, dataKeyAad(project.dataKeyId), items) : [];
+      let i = 0;
+      for (const r of rows) {
+        const value = plain[i++]!;
+        const comment = r.commentBlob ? plain[i++]! : '';
+        const path = pathOf.get(r.folderId)!;
+        out.set(`${project.slug}/${env.slug}${path === '/' ? '' : path}/${r.key}`, { value, comment, version: r.version, immutable: r.immutable });
+      }
+    }
+  }
+  return out;
+}
