@@ -127,7 +127,7 @@ class Exchange {
 
 // ---------------------------------------------------------------------------------------
 // Header guard. uWS's parser (this version) serves a request hidden behind a duplicate
-// Content-Length and accepts duplicate Host; see /work/shared/UWS.md. `req.forEach` runs
+// Content-Length and accepts duplicate Host; see SECURITY.md ("uWebSockets.js"). `req.forEach` runs
 // a module-level callback (no closure per request) that fills these scratch variables;
 // it is synchronous, so they are never shared between requests.
 
