@@ -160,11 +160,11 @@ t.test('CMD starts the compiled server, as package.json does', async (t) => {
   t.same(ops(runtime, 'CMD').map((i) => JSON.parse(i.args)), [['node', 'dist/server/main.js']]);
   const pkg = JSON.parse(readRepo('package.json')) as { scripts: Record<string, string> };
   t.equal(pkg.scripts.start, 'node dist/server/main.js');
-  t.equal(pkg.scripts.build, 'tsc -p tsconfig.json');
+  t.match(pkg.scripts.build, /(^|&& )tsc -p tsconfig\.json$/, 'the build compiles to dist/');
   t.notOk(ops(runtime, 'ENTRYPOINT').length, 'no ENTRYPOINT wrapper');
 });
 
-t.test('server/main.ts (the CMD target) is in the sources', { todo: repoHas('server', 'main.ts') ? false : 'server/main.ts not written yet' }, async (t) => {
+t.test('server/main.ts (the CMD target) is in the sources', async (t) => {
   t.ok(repoHas('server', 'main.ts'));
 });
 
