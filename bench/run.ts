@@ -1,0 +1,292 @@
+// The bench: the real service in-process, the ESO hot paths under autocannon, and a
+// ceiling (bare uWS answering the same bytes) measured in the same run, so the ratio
+// says how close the service comes to what this machine can do at all.
+//
+//   npm run bench                       (builds, then node dist/bench/run.js)
+//   BENCH_SECONDS=10 BENCH_CONNECTIONS=50 BENCH_WARMUP_SECONDS=2 CRYPTO_THREADS=1
+//   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres  (admin URL; a fresh db is made)
+//   BENCH_REDIS_URL=redis://127.0.0.1:6379
+import autocannon, { type Options, type Result } from 'autocannon';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { startCeiling, type Ceiling } from './ceiling.js';
+import { seedHomelab, startBenchService, type BenchService, type Seeded } from './service.js';
+
+function intEnv(name: string, fallback: number, min: number, max: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new Error(`${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(raw)}`);
+  }
+  return n;
+}
+
+const SECONDS = intEnv('BENCH_SECONDS', 10, 1, 600);
+const WARMUP_SECONDS = intEnv('BENCH_WARMUP_SECONDS', 2, 0, 60);
+const CONNECTIONS = intEnv('BENCH_CONNECTIONS', 50, 1, 2000);
+
+const RAW_ROUTE = '/api/v3/secrets/raw';
+// What ESO's Infisical provider sends (through Infisical's Go SDK), byte for byte in order.
+const RAW_PATH =
+  `${RAW_ROUTE}?environment=prod&expandSecretReferences=true&include_imports=false` +
+  '&recursive=false&secretPath=%2F&workspaceId=&workspaceSlug=homelab';
+const LOGIN_PATH = '/api/v1/auth/universal-auth/login';
+const REVOKE_PATH = '/api/v1/auth/token/revoke';
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+const hook = (name: string) => fileURLToPath(new URL(`./hooks/${name}.cjs`, import.meta.url));
+const RESULTS_DIR = fileURLToPath(new URL('../../bench/results/', import.meta.url));
+
+interface ScenarioReport {
+  id: string;
+  name: string;
+  target: string;
+  requests: number;
+  durationSeconds: number;
+  reqPerSec: number;
+  cyclesPerSec?: number;
+  latencyMs: { p50: number; p90: number; p99: number; mean: number; max: number };
+  /** connections / throughput (Little's law): the mean latency, finer than the histogram's whole ms. */
+  meanLatencyFromThroughputMs: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  mismatches: number;
+  statusCodes: Record<string, number>;
+  warmup?: { requests: number; non2xx: number; errors: number; mismatches: number };
+}
+
+function statusCodes(r: Result): Record<string, number> {
+  return Object.fromEntries(Object.entries(r.statusCodeStats).map(([code, s]) => [code, s.count]));
+}
+
+/** A short warm-up (reported, not measured), then the measured run. */
+async function scenario(id: string, name: string, opts: Options, requestsPerCycle = 1): Promise<ScenarioReport> {
+  const base: Options = { connections: CONNECTIONS, workers: 1, timeout: 10, ...opts };
+  process.stdout.write(`(${id}) ${name}: `);
+  let warmup: ScenarioReport['warmup'];
+  if (WARMUP_SECONDS > 0) {
+    process.stdout.write(`warm-up ${WARMUP_SECONDS} s, `);
+    const w = await autocannon({ ...base, duration: WARMUP_SECONDS });
+    warmup = { requests: w.requests.total, non2xx: w.non2xx, errors: w.errors, mismatches: w.mismatches };
+  }
+  process.stdout.write(`measuring ${SECONDS} s ... `);
+  const r = await autocannon({ ...base, duration: SECONDS });
+  const reqPerSec = r.requests.total / r.duration;
+  console.log(`${Math.round(reqPerSec)} req/s`);
+  return {
+    id,
+    name,
+    target: base.url,
+    requests: r.requests.total,
+    durationSeconds: r.duration,
+    reqPerSec,
+    ...(requestsPerCycle > 1 ? { cyclesPerSec: reqPerSec / requestsPerCycle } : {}),
+    latencyMs: { p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, mean: r.latency.average, max: r.latency.max },
+    meanLatencyFromThroughputMs: (1000 * (base.connections ?? CONNECTIONS)) / reqPerSec,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    mismatches: r.mismatches,
+    statusCodes: statusCodes(r),
+    warmup,
+  };
+}
+
+async function login(url: string, s: Seeded): Promise<string> {
+  const res = await fetch(`${url}${LOGIN_PATH}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ clientId: s.clientId, clientSecret: s.clientSecret }),
+  });
+  if (res.status !== 200) throw new Error(`login failed: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { accessToken: string }).accessToken;
+}
+
+/** One real request: the bytes the ceiling will serve, and a check of what they say. */
+async function captureRaw(url: string, token: string, expectedSecrets: number): Promise<{ body: Buffer; contentType: string }> {
+  const res = await fetch(`${url}${RAW_PATH}`, { headers: { authorization: `Bearer ${token}` } });
+  const body = Buffer.from(await res.arrayBuffer());
+  if (res.status !== 200) throw new Error(`raw read failed: ${res.status} ${body.toString('utf8').slice(0, 500)}`);
+  const contentType = res.headers.get('content-type') ?? '';
+  if (contentType.toLowerCase() !== JSON_TYPE) throw new Error(`raw read: unexpected Content-Type ${JSON.stringify(contentType)}`);
+  const parsed = JSON.parse(body.toString('utf8')) as { secrets?: unknown[] };
+  if (!Array.isArray(parsed.secrets) || parsed.secrets.length !== expectedSecrets) {
+    throw new Error(`raw read: expected ${expectedSecrets} secrets, got ${Array.isArray(parsed.secrets) ? parsed.secrets.length : 'none'}`);
+  }
+  return { body, contentType };
+}
+
+const fmt = (n: number, digits = 0) => n.toFixed(digits);
+// autocannon's latency histogram holds whole milliseconds (values are truncated), so 0 means "under 1 ms".
+const ms = (n: number) => (n < 1 ? '<1' : n.toFixed(0));
+
+function table(rows: ScenarioReport[]): string {
+  const head = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx'];
+  const body = rows.map((r) => [
+    `(${r.id}) ${r.name}`,
+    r.cyclesPerSec !== undefined ? `${fmt(r.reqPerSec)} (${fmt(r.cyclesPerSec)} cycles/s)` : fmt(r.reqPerSec),
+    ms(r.latencyMs.p50),
+    ms(r.latencyMs.p99),
+    String(r.non2xx),
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+}
+
+async function main(): Promise<number> {
+  const started = new Date();
+  const loadAtStart = loadavg()[0]!;
+  // Everything is bounded in time: three scenarios, plus generous set-up and tear-down.
+  const budgetMs = (3 * (SECONDS + WARMUP_SECONDS) + 180) * 1000;
+  const watchdog = setTimeout(() => {
+    console.error(`bench: still running after ${budgetMs / 1000} s; giving up`);
+    process.exit(2);
+  }, budgetMs);
+  watchdog.unref();
+
+  let service: BenchService | undefined;
+  let ceiling: Ceiling | undefined;
+  try {
+    service = await startBenchService();
+    const seeded = await seedHomelab(service.running.services);
+    const token = await login(service.url, seeded);
+    const captured = await captureRaw(service.url, token, seeded.secretCount);
+
+    ceiling = await startCeiling(RAW_ROUTE, captured.body, JSON_TYPE);
+    const check = await fetch(`${ceiling.url}${RAW_PATH}`);
+    const checkBody = Buffer.from(await check.arrayBuffer());
+    if (check.status !== 200 || !checkBody.equals(captured.body) || check.headers.get('content-type') !== JSON_TYPE) {
+      throw new Error('ceiling does not answer the captured bytes');
+    }
+
+    const cpuList = cpus();
+    console.log(
+      `bench: ${cpuList.length} cores (${cpuList[0]?.model.trim() ?? 'unknown cpu'}), node ${process.version}, ` +
+        `${service.backend}, CRYPTO_THREADS=${service.cryptoThreads}`,
+    );
+    if (loadAtStart > 0.5) {
+      console.log(`       warning: load average ${loadAtStart.toFixed(2)} at start (last minute, this bench included); other work skews the figures`);
+    }
+    console.log(
+      `       ${CONNECTIONS} connections, ${SECONDS} s measured after ${WARMUP_SECONDS} s warm-up, ` +
+        `response ${captured.body.length} bytes (${seeded.secretCount} secrets)\n`,
+    );
+
+    const json = { 'content-type': 'application/json' };
+    const reports: ScenarioReport[] = [];
+    reports.push(
+      await scenario(
+        'a',
+        'ESO sync cycle (login, read, revoke)',
+        {
+          url: service.url,
+          requests: [
+            {
+              method: 'POST',
+              path: LOGIN_PATH,
+              headers: json,
+              body: JSON.stringify({ clientId: seeded.clientId, clientSecret: seeded.clientSecret }),
+              onResponse: hook('eso-login-response'),
+            },
+            { method: 'GET', path: RAW_PATH, setupRequest: hook('eso-read-setup') },
+            { method: 'POST', path: REVOKE_PATH, headers: json, setupRequest: hook('eso-revoke-setup') },
+          ],
+        },
+        3,
+      ),
+    );
+    const authorization = `Bearer ${token}`;
+    const bodyText = captured.body.toString('utf8');
+    reports.push(
+      await scenario('b', 'raw list, 14 secrets, reused token', {
+        url: `${service.url}${RAW_PATH}`,
+        headers: { authorization },
+        expectBody: bodyText,
+      }),
+    );
+    reports.push(
+      await scenario('c', 'ceiling: bare uWS, same bytes', {
+        url: `${ceiling.url}${RAW_PATH}`,
+        headers: { authorization },
+        expectBody: bodyText,
+      }),
+    );
+
+    const [a, b, c] = reports as [ScenarioReport, ScenarioReport, ScenarioReport];
+    const throughputRatio = b.reqPerSec / c.reqPerSec;
+    const p99Ratio = c.latencyMs.p99 > 0 ? b.latencyMs.p99 / c.latencyMs.p99 : null;
+
+    console.log('');
+    console.log(table(reports));
+    console.log('');
+    console.log(`ratio (b)/(c) = ${throughputRatio.toFixed(2)}`);
+    console.log(
+      `p99 ratio (b)/(c) = ${p99Ratio === null ? `n/a (ceiling p99 < 1 ms: ${b.latencyMs.p99} ms vs ${c.latencyMs.p99} ms)` : p99Ratio.toFixed(2)}`,
+    );
+    console.log(`ESO cycles/s (a) = ${a.cyclesPerSec!.toFixed(0)}`);
+
+    const problems: string[] = [];
+    for (const r of reports) {
+      const what = (phase: string, x: { non2xx: number; errors: number; mismatches: number }) => {
+        if (x.non2xx > 0 || x.errors > 0 || x.mismatches > 0) {
+          problems.push(`(${r.id}) ${phase}: non-2xx ${x.non2xx}, connection errors ${x.errors}, body mismatches ${x.mismatches}`);
+        }
+      };
+      what('measured', r);
+      if (r.warmup) what('warm-up', r.warmup);
+      if (r.non2xx > 0) problems.push(`(${r.id}) status codes: ${JSON.stringify(r.statusCodes)}`);
+    }
+
+    mkdirSync(RESULTS_DIR, { recursive: true });
+    const out = {
+      date: started.toISOString(),
+      machine: {
+        cores: cpuList.length,
+        cpu: cpuList[0]?.model.trim() ?? 'unknown',
+        memoryGiB: +(totalmem() / 2 ** 30).toFixed(1),
+        node: process.version,
+        platform: `${process.platform}-${process.arch}`,
+        loadAverage1mAtStart: +loadAtStart.toFixed(2),
+        loadAverage1mAtEnd: +loadavg()[0]!.toFixed(2),
+      },
+      config: {
+        seconds: SECONDS,
+        warmupSeconds: WARMUP_SECONDS,
+        connections: CONNECTIONS,
+        cryptoThreads: service.cryptoThreads,
+        backend: service.backend,
+        responseBytes: captured.body.length,
+        secrets: seeded.secretCount,
+        rawPath: RAW_PATH,
+      },
+      scenarios: reports,
+      ratios: { throughputBOverC: throughputRatio, p99BOverC: p99Ratio },
+      ok: problems.length === 0,
+      problems,
+    };
+    writeFileSync(`${RESULTS_DIR}latest.json`, JSON.stringify(out, null, 2) + '\n');
+    console.log(`results: ${RESULTS_DIR}latest.json`);
+
+    if (problems.length) {
+      console.error('\nBENCH FAILED: requests failed during the run');
+      for (const p of problems) console.error(`  ${p}`);
+      return 1;
+    }
+    return 0;
+  } finally {
+    ceiling?.close();
+    if (service) await service.close();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error('bench failed:', err instanceof Error ? (err.stack ?? err.message) : err);
+    process.exit(1);
+  },
+);
