@@ -2,7 +2,10 @@
 import type { Config } from './config.js';
 import { createHttpServer } from './http/app.js';
 import { registerStatusRoutes } from './routes/status.js';
+import { registerAuditRoutes } from './routes/v1/audit.js';
 import { registerAuthRoutes } from './routes/v1/auth.js';
+import { registerIdentityRoutes } from './routes/v1/identities.js';
+import { registerMembershipRoutes } from './routes/v1/memberships.js';
 import { registerProjectRoutes } from './routes/v1/projects.js';
 import { registerUserRoutes } from './routes/v1/users.js';
 import { registerSecretReadRoutes } from './routes/v3/secrets.js';
@@ -19,10 +22,13 @@ export async function startService(config: Config, log: Logger): Promise<Running
   try {
     const http = createHttpServer({
       maxBodyBytes: config.maxBodyBytes,
-      logger: { error: (_obj: unknown, msg: string) => log.error(msg) },
+      logger: { error: (obj: Record<string, unknown>, msg: string) => log.error(`${msg} ${JSON.stringify(obj)}`) },
     });
     registerStatusRoutes(http.router, services);
     registerAuthRoutes(http.router, services);
+    registerIdentityRoutes(http.router, services);
+    registerMembershipRoutes(http.router, services);
+    registerAuditRoutes(http.router, services);
     registerUserRoutes(http.router, services);
     registerProjectRoutes(http.router, services);
     registerSecretReadRoutes(http.router, services);

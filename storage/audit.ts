@@ -28,6 +28,25 @@ export interface AuditRow extends Required<Omit<AuditEvent, 'metadata'>> {
   hash: Buffer;
 }
 
+export interface AuditFilter {
+  projectId?: string;
+  environment?: string;
+  secretPath?: string;
+  eventType?: string;
+  actorType?: AuditEvent['actorType'];
+  actorId?: string;
+  startDate?: Date;
+  endDate?: Date;
+  offset: number;
+  limit: number;
+}
+
+/** An entry as listed, with the actor's name where it still exists. */
+export interface AuditListRow extends Omit<AuditRow, 'prevHash' | 'hash'> {
+  actorName: string | null;
+  actorEmail: string | null;
+}
+
 function entryHash(prev: Buffer, at: Date, e: AuditEvent): Buffer {
   const canonical = JSON.stringify([
     at.toISOString(),
@@ -65,6 +84,29 @@ export function auditStore(sql: Queryable) {
         values (${at}, ${e.actorType}, ${e.actorId}, ${e.eventType}, ${e.projectId ?? null}, ${e.environment ?? null},
           ${e.secretPath ?? null}, ${e.secretKey ?? null}, ${e.secretVersion ?? null}, ${tx.json(e.metadata ?? {})},
           ${e.ip ?? null}, ${prev}, ${entryHash(prev, at, e)})`;
+    },
+
+    /** Newest first; every filter optional. */
+    async list(f: AuditFilter): Promise<AuditListRow[]> {
+      const conds = [sql`true`];
+      if (f.projectId !== undefined) conds.push(sql`a.project_id = ${f.projectId}`);
+      if (f.environment !== undefined) conds.push(sql`a.environment = ${f.environment}`);
+      if (f.secretPath !== undefined) conds.push(sql`a.secret_path = ${f.secretPath}`);
+      if (f.eventType !== undefined) conds.push(sql`a.event_type = ${f.eventType}`);
+      if (f.actorType !== undefined) conds.push(sql`a.actor_type = ${f.actorType}`);
+      if (f.actorId !== undefined) conds.push(sql`a.actor_id = ${f.actorId}`);
+      if (f.startDate !== undefined) conds.push(sql`a.at >= ${f.startDate}`);
+      if (f.endDate !== undefined) conds.push(sql`a.at <= ${f.endDate}`);
+      const where = conds.reduce((acc, c) => sql`${acc} and ${c}`);
+      return sql<AuditListRow[]>`select a.id, a.at, a.actor_type, a.actor_id, a.event_type, a.project_id, a.environment,
+          a.secret_path, a.secret_key, a.secret_version, a.metadata, a.ip,
+          coalesce(i.name, nullif(trim(u.first_name || ' ' || u.last_name), '')) as actor_name, u.email as actor_email
+        from audit_log a
+        left join identities i on a.actor_type = 'identity' and i.id::text = a.actor_id
+        left join users u on a.actor_type = 'user' and u.id::text = a.actor_id
+        where ${where}
+        order by a.id desc
+        limit ${f.limit} offset ${f.offset}`;
     },
 
     /** Walks the whole chain; returns the id of the first entry that does not verify. */

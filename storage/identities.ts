@@ -37,12 +37,23 @@ export interface ClientSecretRow {
   updatedAt: Date;
 }
 
+/** A client secret as listed: never its hash. */
+export type ClientSecretInfo = Omit<ClientSecretRow, 'secretHash'>;
+
+export interface IdentityListRow extends IdentityRow {
+  hasUniversalAuth: boolean;
+}
+
 export interface AccessTokenState {
   identityId: string;
   clientSecretId: string;
   expiresAt: Date;
   maxExpiresAt: Date;
 }
+
+const CLIENT_SECRET_INFO = [
+  'id', 'identity_id', 'prefix', 'description', 'ttl', 'num_uses', 'num_uses_limit', 'is_revoked', 'last_used_at', 'created_at', 'updated_at',
+] as const;
 
 export function identitiesStore(sql: Queryable) {
   return {
@@ -54,6 +65,28 @@ export function identitiesStore(sql: Queryable) {
 
     async byId(id: string): Promise<IdentityRow | undefined> {
       const [row] = await sql<IdentityRow[]>`select id, org_id, name, created_at, updated_at from identities where id = ${id}`;
+      return row;
+    },
+
+    /** With whether Universal Auth is attached (the identity's auth methods). */
+    async byIdWithAuth(id: string): Promise<IdentityListRow | undefined> {
+      const [row] = await sql<IdentityListRow[]>`select i.id, i.org_id, i.name, i.created_at, i.updated_at,
+          (ua.identity_id is not null) as has_universal_auth
+        from identities i left join identity_universal_auth ua on ua.identity_id = i.id where i.id = ${id}`;
+      return row;
+    },
+
+    async listByOrg(orgId: string): Promise<IdentityListRow[]> {
+      return sql<IdentityListRow[]>`select i.id, i.org_id, i.name, i.created_at, i.updated_at,
+          (ua.identity_id is not null) as has_universal_auth
+        from identities i left join identity_universal_auth ua on ua.identity_id = i.id
+        where i.org_id = ${orgId} order by i.created_at, i.id`;
+    },
+
+    /** Its Universal Auth, client secrets, access tokens and memberships go with it (cascade). */
+    async delete(id: string): Promise<IdentityRow | undefined> {
+      const [row] = await sql<IdentityRow[]>`delete from identities where id = ${id}
+        returning id, org_id, name, created_at, updated_at`;
       return row;
     },
 
@@ -112,10 +145,26 @@ export function identitiesStore(sql: Queryable) {
       return rows.length === 1;
     },
 
-    async revokeClientSecret(identityId: string, id: string): Promise<boolean> {
-      const rows = await sql`update identity_client_secrets set is_revoked = true, updated_at = now()
-        where id = ${id} and identity_id = ${identityId} and not is_revoked returning id`;
-      return rows.length === 1;
+    /** Not revoked ones, oldest first (as Infisical lists them). */
+    async listClientSecrets(identityId: string): Promise<ClientSecretInfo[]> {
+      return sql<ClientSecretInfo[]>`select ${sql(CLIENT_SECRET_INFO)} from identity_client_secrets
+        where identity_id = ${identityId} and not is_revoked order by created_at, id`;
+    },
+
+    async clientSecretInfo(identityId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<ClientSecretInfo | undefined> {
+      const [row] = opts.forUpdate
+        ? await sql<ClientSecretInfo[]>`select ${sql(CLIENT_SECRET_INFO)} from identity_client_secrets
+            where id = ${id} and identity_id = ${identityId} for update`
+        : await sql<ClientSecretInfo[]>`select ${sql(CLIENT_SECRET_INFO)} from identity_client_secrets
+            where id = ${id} and identity_id = ${identityId}`;
+      return row;
+    },
+
+    /** The revoked row; undefined when there is no such secret or it was revoked already. */
+    async revokeClientSecret(identityId: string, id: string): Promise<ClientSecretInfo | undefined> {
+      const [row] = await sql<ClientSecretInfo[]>`update identity_client_secrets set is_revoked = true, updated_at = now()
+        where id = ${id} and identity_id = ${identityId} and not is_revoked returning ${sql(CLIENT_SECRET_INFO)}`;
+      return row;
     },
 
     async insertAccessToken(t: { id: string; identityId: string; clientSecretId: string; expiresAt: Date; maxExpiresAt: Date }): Promise<void> {

@@ -1,5 +1,6 @@
 // Who may do what in a project: identities and users with one role each.
 import { randomUUID } from 'node:crypto';
+import type postgres from 'postgres';
 import type { Queryable } from './db.js';
 
 export const ROLES = ['admin', 'member', 'viewer', 'no-access'] as const;
@@ -15,8 +16,58 @@ export interface MembershipRow {
   updatedAt: Date;
 }
 
+export type MemberKind = 'identity' | 'user';
+
+/** A membership with the name of who it is for (identity name, or the user's email and names). */
+export interface MembershipView extends MembershipRow {
+  identityName: string | null;
+  userEmail: string | null;
+  userFirstName: string | null;
+  userLastName: string | null;
+  identityHasUniversalAuth: boolean;
+}
+
 export function membershipsStore(sql: Queryable) {
+  const column = (kind: MemberKind) => (kind === 'identity' ? sql`identity_id` : sql`user_id`);
+  const views = (where: postgres.Fragment) => sql<MembershipView[]>`select m.*,
+      i.name as identity_name, u.email as user_email, u.first_name as user_first_name, u.last_name as user_last_name,
+      (ua.identity_id is not null) as identity_has_universal_auth
+    from project_memberships m
+    left join identities i on i.id = m.identity_id
+    left join identity_universal_auth ua on ua.identity_id = m.identity_id
+    left join users u on u.id = m.user_id
+    where ${where}
+    order by m.created_at, m.id`;
+
   return {
+    async get(projectId: string, kind: MemberKind, memberId: string): Promise<MembershipView | undefined> {
+      const [row] = await views(sql`m.project_id = ${projectId} and m.${column(kind)} = ${memberId}`);
+      return row;
+    },
+
+    async list(projectId: string, kind: MemberKind): Promise<MembershipView[]> {
+      return views(sql`m.project_id = ${projectId} and m.${column(kind)} is not null`);
+    },
+
+    /** Plain insert: a second membership of the same member is a unique violation (409). */
+    async insert(projectId: string, kind: MemberKind, memberId: string, role: Role): Promise<MembershipRow> {
+      const [row] = await sql<MembershipRow[]>`insert into project_memberships (id, project_id, ${column(kind)}, role)
+        values (${randomUUID()}, ${projectId}, ${memberId}, ${role}) returning *`;
+      return row!;
+    },
+
+    async updateRole(projectId: string, kind: MemberKind, memberId: string, role: Role): Promise<MembershipRow | undefined> {
+      const [row] = await sql<MembershipRow[]>`update project_memberships set role = ${role}, updated_at = now()
+        where project_id = ${projectId} and ${column(kind)} = ${memberId} returning *`;
+      return row;
+    },
+
+    async delete(projectId: string, kind: MemberKind, memberId: string): Promise<MembershipRow | undefined> {
+      const [row] = await sql<MembershipRow[]>`delete from project_memberships
+        where project_id = ${projectId} and ${column(kind)} = ${memberId} returning *`;
+      return row;
+    },
+
     async roleOfIdentity(projectId: string, identityId: string): Promise<Role | undefined> {
       const [row] = await sql<{ role: Role }[]>`select role from project_memberships
         where project_id = ${projectId} and identity_id = ${identityId}`;

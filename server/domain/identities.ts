@@ -1,11 +1,16 @@
 // Machine identities and their Universal Auth credentials. A client secret is 256
 // random bits shown once; only its keyed MAC is stored.
+//
+// Identities belong to the instance's organization: creating, listing and deleting
+// them, and managing their credentials, is for the superadmin (and the service itself).
+// Their project roles are set by project admins (server/domain/memberships.ts).
 import { randomBytes } from 'node:crypto';
 import type { CacheBus } from '../../storage/cache.js';
 import type { Store } from '../../storage/index.js';
+import type { ClientSecretInfo, IdentityRow, UniversalAuthRow } from '../../storage/identities.js';
 import { ROLES, type Role } from '../../storage/memberships.js';
 import { AppError } from '../errors.js';
-import { auditActor, type AccessControl, type Actor, type ProjectRef, type SystemActor } from './access.js';
+import { auditActor, isUuid, type AccessControl, type Actor, type ProjectRef, type SystemActor } from './access.js';
 import { topics } from './caches.js';
 import type { Keyring } from './keyring.js';
 
@@ -16,81 +21,229 @@ export interface IdentitiesDeps {
   bus: CacheBus;
 }
 
+/** Where a change came from, for its audit entry. */
+export interface RequestContext {
+  ip?: string | null;
+}
+
+export interface IdentityView extends IdentityRow {
+  authMethods: Array<'universal-auth'>;
+}
+
+/** Infisical's bounds: TTLs up to ten years. */
+export const MAX_TTL_SECONDS = 315_360_000;
+
+/** Only the superadmin (and the service itself) administers the organization. */
+export function requireOrgAdmin(actor: Actor | SystemActor): void {
+  if (actor.kind === 'system' || (actor.kind === 'user' && actor.superadmin)) return;
+  throw new AppError('FORBIDDEN', 'You are not allowed to access this resource');
+}
+
+const identityNotFound = (id: string) => new AppError('NOT_FOUND', `Identity with ID '${id}' not found`);
+
+function ttlError(name: string, value: number | undefined, min: number): AppError | undefined {
+  if (value === undefined) return undefined;
+  if (!Number.isSafeInteger(value) || value < min || value > MAX_TTL_SECONDS) {
+    return new AppError('VALIDATION', `${name} must be an integer from ${min} to ${MAX_TTL_SECONDS}`);
+  }
+  return undefined;
+}
+
 export function identitiesDomain(deps: IdentitiesDeps) {
   const { store, keyring, access, bus } = deps;
+
+  /** The identity, or 404 (a malformed id is simply not found). */
+  async function existing(s: Pick<Store, 'identities'>, identityId: string): Promise<IdentityView> {
+    const row = isUuid(identityId) ? await s.identities.byIdWithAuth(identityId.toLowerCase()) : undefined;
+    if (!row) throw identityNotFound(identityId);
+    const { hasUniversalAuth, ...identity } = row;
+    return { ...identity, authMethods: hasUniversalAuth ? ['universal-auth'] : [] };
+  }
+
+  /** The instance has one organization; naming any other is a 404. */
+  async function checkOrg(s: Pick<Store, 'organizations'>, orgId: string | undefined) {
+    const org = await s.organizations.ensureDefault();
+    if (orgId !== undefined && orgId.toLowerCase() !== org.id) throw new AppError('NOT_FOUND', `Organization with ID '${orgId}' not found`);
+    return org;
+  }
+
+  async function universalAuthOf(s: Pick<Store, 'identities'>, identityId: string): Promise<UniversalAuthRow> {
+    await existing(s, identityId);
+    const ua = await s.identities.universalAuthByIdentity(identityId.toLowerCase());
+    if (!ua) throw new AppError('NOT_FOUND', `Universal Auth is not configured for identity '${identityId}'`);
+    return ua;
+  }
+
   return {
-    async create(actor: Actor | SystemActor, input: { name: string }) {
+    async create(actor: Actor | SystemActor, input: { name: string; organizationId?: string }, ctx: RequestContext = {}): Promise<IdentityView> {
+      requireOrgAdmin(actor);
       const name = input.name.trim();
       if (name.length < 1 || name.length > 64) throw new AppError('VALIDATION', 'name must be 1 to 64 characters');
       return store.transaction(async (s) => {
-        const org = await s.organizations.ensureDefault();
+        const org = await checkOrg(s, input.organizationId);
         const identity = await s.identities.insert({ orgId: org.id, name });
-        await s.audit.append(s.tx, { ...auditActor(actor), eventType: 'create-identity', metadata: { identityId: identity.id, name } });
-        return identity;
+        await s.audit.append(s.tx, { ...auditActor(actor), eventType: 'create-identity', ip: ctx.ip, metadata: { identityId: identity.id, name } });
+        return { ...identity, authMethods: [] };
       });
     },
 
-    async attachUniversalAuth(actor: Actor | SystemActor, identityId: string, opts: { accessTokenTtl?: number; accessTokenMaxTtl?: number } = {}) {
+    async list(actor: Actor | SystemActor, input: { orgId?: string } = {}): Promise<IdentityView[]> {
+      requireOrgAdmin(actor);
+      const org = await checkOrg(store, input.orgId);
+      const rows = await store.identities.listByOrg(org.id);
+      return rows.map(({ hasUniversalAuth, ...i }) => ({ ...i, authMethods: hasUniversalAuth ? ['universal-auth' as const] : [] }));
+    },
+
+    async get(actor: Actor | SystemActor, identityId: string): Promise<IdentityView> {
+      requireOrgAdmin(actor);
+      return existing(store, identityId);
+    },
+
+    /** Its tokens die at once, here and on every replica; memberships go with it. */
+    async delete(actor: Actor | SystemActor, identityId: string, ctx: RequestContext = {}): Promise<IdentityView> {
+      requireOrgAdmin(actor);
+      const deleted = await store.transaction(async (s) => {
+        const identity = await existing(s, identityId);
+        await s.identities.delete(identity.id);
+        await s.audit.append(s.tx, {
+          ...auditActor(actor),
+          eventType: 'delete-identity',
+          ip: ctx.ip,
+          metadata: { identityId: identity.id, name: identity.name },
+        });
+        return identity;
+      });
+      await bus.publish(topics.identity, deleted.id);
+      return deleted;
+    },
+
+    async attachUniversalAuth(
+      actor: Actor | SystemActor,
+      identityId: string,
+      opts: { accessTokenTtl?: number; accessTokenMaxTtl?: number } = {},
+      ctx: RequestContext = {},
+    ): Promise<UniversalAuthRow> {
+      requireOrgAdmin(actor);
+      const bad = ttlError('accessTokenTTL', opts.accessTokenTtl, 1) ?? ttlError('accessTokenMaxTTL', opts.accessTokenMaxTtl, 1);
+      if (bad) throw bad;
+      const ttl = opts.accessTokenTtl ?? 2_592_000;
+      const maxTtl = opts.accessTokenMaxTtl ?? Math.max(2_592_000, ttl);
+      if (ttl > maxTtl) throw new AppError('BAD_REQUEST', 'Access token TTL cannot be greater than max TTL');
       return store.transaction(async (s) => {
-        if (!(await s.identities.byId(identityId))) throw new AppError('NOT_FOUND', `Identity with ID '${identityId}' not found`);
-        if (await s.identities.universalAuthByIdentity(identityId)) {
+        const identity = await existing(s, identityId);
+        if (await s.identities.universalAuthByIdentity(identity.id)) {
           throw new AppError('BAD_REQUEST', 'Universal Auth is already configured for this identity');
         }
-        const ua = await s.identities.attachUniversalAuth({ identityId, ...opts });
-        await s.audit.append(s.tx, { ...auditActor(actor), eventType: 'add-identity-universal-auth', metadata: { identityId } });
+        const ua = await s.identities.attachUniversalAuth({ identityId: identity.id, accessTokenTtl: ttl, accessTokenMaxTtl: maxTtl });
+        await s.audit.append(s.tx, {
+          ...auditActor(actor),
+          eventType: 'add-identity-universal-auth',
+          ip: ctx.ip,
+          metadata: { identityId: identity.id, accessTokenTTL: ttl, accessTokenMaxTTL: maxTtl },
+        });
         return ua;
       });
     },
 
+    async getUniversalAuth(actor: Actor | SystemActor, identityId: string): Promise<UniversalAuthRow> {
+      requireOrgAdmin(actor);
+      return universalAuthOf(store, identityId);
+    },
+
     /** Returns the client secret in clear: the only time it ever exists outside the caller. */
-    async createClientSecret(actor: Actor | SystemActor, identityId: string, opts: { description?: string; ttl?: number; numUsesLimit?: number } = {}) {
+    async createClientSecret(
+      actor: Actor | SystemActor,
+      identityId: string,
+      opts: { description?: string; ttl?: number; numUsesLimit?: number } = {},
+      ctx: RequestContext = {},
+    ): Promise<{ clientSecret: string; clientSecretData: ClientSecretInfo }> {
+      requireOrgAdmin(actor);
+      const bad = ttlError('ttl', opts.ttl, 0);
+      if (bad) throw bad;
+      if (opts.numUsesLimit !== undefined && (!Number.isSafeInteger(opts.numUsesLimit) || opts.numUsesLimit < 0 || opts.numUsesLimit > 2_147_483_647)) {
+        throw new AppError('VALIDATION', 'numUsesLimit must be a non-negative integer');
+      }
+      const description = (opts.description ?? '').trim();
+      if (description.length > 256) throw new AppError('VALIDATION', 'description must be at most 256 characters');
       const clientSecret = randomBytes(32).toString('hex');
       const secretHash = await keyring.macClientSecret(clientSecret);
       const row = await store.transaction(async (s) => {
-        if (!(await s.identities.universalAuthByIdentity(identityId))) {
-          throw new AppError('NOT_FOUND', `Universal Auth is not configured for identity '${identityId}'`);
-        }
-        const r = await s.identities.insertClientSecret({ identityId, prefix: clientSecret.slice(0, 4), secretHash, ...opts });
+        const ua = await universalAuthOf(s, identityId);
+        const { secretHash: _hash, ...r } = await s.identities.insertClientSecret({
+          identityId: ua.identityId,
+          prefix: clientSecret.slice(0, 4),
+          secretHash,
+          description,
+          ttl: opts.ttl,
+          numUsesLimit: opts.numUsesLimit,
+        });
+        // Names the secret by id only: its value never reaches the audit trail.
         await s.audit.append(s.tx, {
           ...auditActor(actor),
           eventType: 'create-identity-universal-auth-client-secret',
-          metadata: { identityId, clientSecretId: r.id },
+          ip: ctx.ip,
+          metadata: { identityId: ua.identityId, clientSecretId: r.id },
         });
         return r;
       });
       return { clientSecret, clientSecretData: row };
     },
 
-    /** Tokens issued with the secret stop working at once, here and on every replica. */
-    async revokeClientSecret(actor: Actor | SystemActor, identityId: string, clientSecretId: string) {
-      await store.transaction(async (s) => {
-        if (!(await s.identities.revokeClientSecret(identityId, clientSecretId))) {
-          throw new AppError('NOT_FOUND', `Client secret '${clientSecretId}' not found`);
-        }
+    /** Client secrets that are not revoked, without values or hashes. */
+    async listClientSecrets(actor: Actor | SystemActor, identityId: string): Promise<ClientSecretInfo[]> {
+      requireOrgAdmin(actor);
+      const ua = await universalAuthOf(store, identityId);
+      return store.identities.listClientSecrets(ua.identityId);
+    },
+
+    async getClientSecret(actor: Actor | SystemActor, identityId: string, clientSecretId: string): Promise<ClientSecretInfo> {
+      requireOrgAdmin(actor);
+      const ua = await universalAuthOf(store, identityId);
+      const row = isUuid(clientSecretId) ? await store.identities.clientSecretInfo(ua.identityId, clientSecretId.toLowerCase()) : undefined;
+      if (!row) throw new AppError('NOT_FOUND', `Client secret '${clientSecretId}' not found`);
+      return row;
+    },
+
+    /**
+     * Tokens issued with the secret stop working at once, here and on every replica.
+     * Revoking a revoked secret again changes nothing and answers the same.
+     */
+    async revokeClientSecret(actor: Actor | SystemActor, identityId: string, clientSecretId: string, ctx: RequestContext = {}): Promise<ClientSecretInfo> {
+      requireOrgAdmin(actor);
+      const { row, changed } = await store.transaction(async (s) => {
+        const ua = await universalAuthOf(s, identityId);
+        const cur = isUuid(clientSecretId) ? await s.identities.clientSecretInfo(ua.identityId, clientSecretId.toLowerCase(), { forUpdate: true }) : undefined;
+        if (!cur) throw new AppError('NOT_FOUND', `Client secret '${clientSecretId}' not found`);
+        if (cur.isRevoked) return { row: cur, changed: false };
+        const revoked = (await s.identities.revokeClientSecret(ua.identityId, cur.id))!;
         await s.audit.append(s.tx, {
           ...auditActor(actor),
           eventType: 'revoke-identity-universal-auth-client-secret',
-          metadata: { identityId, clientSecretId },
+          ip: ctx.ip,
+          metadata: { identityId: ua.identityId, clientSecretId: cur.id },
         });
+        return { row: revoked, changed: true };
       });
-      await bus.publish(topics.clientSecret, clientSecretId);
+      if (changed) await bus.publish(topics.clientSecret, row.id);
+      return row;
     },
 
+    /** Creates or changes the identity's role (the service's own set-up and the CLI use it). */
     async setProjectRole(actor: Actor | SystemActor, input: { project: ProjectRef; identityId: string; role: Role }) {
       if (!ROLES.includes(input.role)) throw new AppError('VALIDATION', `role must be one of ${ROLES.join(', ')}`);
       const { project } = await access.authorize(actor, input.project, 'project:admin');
       const membership = await store.transaction(async (s) => {
-        if (!(await s.identities.byId(input.identityId))) throw new AppError('NOT_FOUND', `Identity with ID '${input.identityId}' not found`);
-        const m = await s.memberships.upsertIdentity(project.id, input.identityId, input.role);
+        const identity = await existing(s, input.identityId);
+        const m = await s.memberships.upsertIdentity(project.id, identity.id, input.role);
         await s.audit.append(s.tx, {
           ...auditActor(actor),
           eventType: 'set-identity-project-role',
           projectId: project.id,
-          metadata: { identityId: input.identityId, role: input.role },
+          metadata: { identityId: identity.id, role: input.role },
         });
         return m;
       });
-      await bus.publish(topics.membership, `${project.id}:identity:${input.identityId}`);
+      await bus.publish(topics.membership, `${project.id}:identity:${membership.identityId}`);
       return membership;
     },
   };

@@ -76,7 +76,7 @@ export function machineAuth(deps: MachineAuthDeps) {
   }
 
   return {
-    async login(input: { clientId: string; clientSecret: string }): Promise<LoginResult> {
+    async login(input: { clientId: string; clientSecret: string; ip?: string | null }): Promise<LoginResult> {
       // The MAC is computed even for an unknown client id, so both failures cost the same.
       const [ua, mac] = await Promise.all([
         isUuid(input.clientId) ? store.identities.universalAuthByClientId(input.clientId.toLowerCase()) : undefined,
@@ -112,6 +112,15 @@ export function machineAuth(deps: MachineAuthDeps) {
           maxExpiresAt: new Date(maxExpiresAt),
         });
         if (ua.failedLogins !== 0 || ua.lockedUntil) await s.identities.clearLoginFailures(ua.identityId);
+        // Successful logins only: failed ones are not written (anyone could fill the
+        // trail with them); they count towards the lockout instead.
+        await s.audit.append(s.tx, {
+          actorType: 'identity',
+          actorId: ua.identityId,
+          eventType: 'login-identity-universal-auth',
+          ip: input.ip ?? null,
+          metadata: { identityId: ua.identityId, clientId: ua.clientId, clientSecretId: secretId, accessTokenId: tokenId },
+        });
       });
       return issue(ua.identityId, secretId, tokenId, issuedAt, expiresAt, ua.accessTokenMaxTtl);
     },

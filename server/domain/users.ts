@@ -119,6 +119,8 @@ export async function usersDomain(deps: UsersDeps) {
     },
 
     checkCsrf: sessions.checkCsrf,
+    /** The session's CSRF token again, for a browser page that was reloaded. */
+    csrfTokenFor: sessions.csrfTokenFor,
   };
 }
 export type UsersDomain = Awaited<ReturnType<typeof usersDomain>>;

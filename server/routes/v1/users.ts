@@ -55,6 +55,9 @@ export function registerUserRoutes(router: Router, svc: Services) {
     if (actor.kind !== 'user') throw new AppError('FORBIDDEN', 'Only people have a user profile');
     const u = await svc.store.users.byId(actor.userId);
     if (!u) throw new AppError('TOKEN_INVALID', 'Session ended; log in again');
-    return { body: { user: { id: u.id, email: u.email, firstName: u.firstName, lastName: u.lastName, superAdmin: u.isSuperadmin } } };
+    // The CSRF token is readable only by a same-origin page (no CORS), which needs it
+    // again after a reload: the session cookie itself is HttpOnly.
+    const csrfToken = actor.sessionId ? svc.users.csrfTokenFor(actor.sessionId) : undefined;
+    return { body: { user: { id: u.id, email: u.email, firstName: u.firstName, lastName: u.lastName, superAdmin: u.isSuperadmin }, csrfToken } };
   });
 }

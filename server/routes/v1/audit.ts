@@ -1,0 +1,106 @@
+// The audit trail: GET /api/v1/organization/audit-logs (newest first, filtered, paged)
+// and GET /api/v1/organization/audit-logs/verify (walk the hash chain).
+import { z } from 'zod';
+import type { AuditListRow } from '../../../storage/audit.js';
+import { isUuid } from '../../domain/access.js';
+import { auditDomain, AUDIT_MAX_LIMIT } from '../../domain/audit.js';
+import { normaliseSecretPath } from '../../domain/paths.js';
+import type { Router } from '../../http/types.js';
+import type { Services } from '../../services.js';
+import { parse, queryObject } from '../input.js';
+
+const date = (name: string) =>
+  z
+    .string()
+    .max(64)
+    .transform((s, c) => {
+      // ISO 8601 (a date, or a date and time); anything Date.parse would guess at is refused.
+      const d = /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(s) ? new Date(s) : new Date(NaN);
+      if (Number.isNaN(d.getTime())) {
+        c.addIssue({ code: 'custom', message: `${name} must be an ISO 8601 date` });
+        return z.NEVER;
+      }
+      return d;
+    });
+
+const int = (name: string, min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d{1,10}$/, `${name} must be an integer`)
+    .transform(Number)
+    .pipe(z.number().min(min, `${name} must be at least ${min}`).max(max, `${name} must be at most ${max}`));
+
+const ACTOR_TYPES = { user: 'user', identity: 'identity', platform: 'system', system: 'system' } as const;
+
+const listQuery = z.object({
+  projectId: z.string().refine(isUuid, 'projectId must be a project id').optional(),
+  environment: z.string().max(64).optional(),
+  secretPath: z.string().max(1024).transform((p, c) => {
+    try {
+      return normaliseSecretPath(p);
+    } catch (err) {
+      c.addIssue({ code: 'custom', message: (err as Error).message });
+      return z.NEVER;
+    }
+  }).optional(),
+  eventType: z.string().max(128).optional(),
+  actorType: z.enum(Object.keys(ACTOR_TYPES) as [keyof typeof ACTOR_TYPES]).optional(),
+  actor: z.string().max(128).optional(),
+  startDate: date('startDate').optional(),
+  endDate: date('endDate').optional(),
+  offset: int('offset', 0, 1_000_000_000).optional(),
+  limit: int('limit', 1, AUDIT_MAX_LIMIT).optional(),
+});
+
+function actorJson(r: AuditListRow) {
+  if (r.actorType === 'user') return { type: 'user', metadata: { userId: r.actorId, email: r.actorEmail, username: r.actorEmail } };
+  if (r.actorType === 'identity') return { type: 'identity', metadata: { identityId: r.actorId, name: r.actorName } };
+  // The service itself (set-up, CLI): Infisical's "platform" actor.
+  return { type: 'platform', metadata: {} };
+}
+
+export function auditLogJson(r: AuditListRow) {
+  const located: Record<string, unknown> = {};
+  if (r.environment !== null) located.environment = r.environment;
+  if (r.secretPath !== null) located.secretPath = r.secretPath;
+  if (r.secretKey !== null) located.secretKey = r.secretKey;
+  if (r.secretVersion !== null) located.secretVersion = r.secretVersion;
+  const at = r.at.toISOString();
+  return {
+    id: String(r.id),
+    event: { type: r.eventType, metadata: { ...r.metadata, ...located } },
+    actor: actorJson(r),
+    projectId: r.projectId,
+    ipAddress: r.ip,
+    userAgent: null,
+    createdAt: at,
+    updatedAt: at,
+  };
+}
+
+export function registerAuditRoutes(router: Router, svc: Services) {
+  const audit = auditDomain({ store: svc.store, access: svc.access });
+
+  router.get('/api/v1/organization/audit-logs', async (req) => {
+    const actor = await svc.auth.actor(req);
+    const q = parse(listQuery, queryObject(req.query));
+    const rows = await audit.list(actor, {
+      projectId: q.projectId,
+      environment: q.environment,
+      secretPath: q.secretPath,
+      eventType: q.eventType,
+      actorType: q.actorType === undefined ? undefined : ACTOR_TYPES[q.actorType],
+      actorId: q.actor,
+      startDate: q.startDate,
+      endDate: q.endDate,
+      offset: q.offset,
+      limit: q.limit,
+    });
+    return { body: { auditLogs: rows.map(auditLogJson) } };
+  });
+
+  router.get('/api/v1/organization/audit-logs/verify', async (req) => {
+    const actor = await svc.auth.actor(req);
+    return { body: await audit.verify(actor) };
+  });
+}
