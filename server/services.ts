@@ -68,7 +68,8 @@ export async function createServices(config: Config, log: Logger): Promise<Servi
     cleanups.push(() => crypto.close());
     const keyring = await openKeyring(store, crypto);
 
-    const bus = config.redisUrl ? await redisBus(config.redisUrl, (m) => log.warn(m)) : memoryBus();
+    const namespace = config.redisUrl ? (await store.organizations.ensureDefault()).id : undefined;
+    const bus = config.redisUrl ? await redisBus(config.redisUrl, { namespace, log: (m) => log.warn(m) }) : memoryBus();
     cleanups.push(() => bus.close());
     const caches = createCaches(bus);
     const access = accessControl({ store, caches });

@@ -29,27 +29,61 @@ export function memoryBus(): CacheBus {
   };
 }
 
-const CHANNEL = 'vault-standalone:invalidate';
+/** How long a publisher waits for the other replicas to confirm an invalidation. */
+export const ACK_TIMEOUT_MS = 2_000;
 
-export async function redisBus(url: string, log?: (msg: string) => void): Promise<CacheBus> {
+export interface RedisBusOptions {
+  /**
+   * Replicas of one installation share this (the service passes its organization id,
+   * which lives in the database): installations sharing a Redis do not hear each other.
+   */
+  namespace?: string;
+  log?: (msg: string) => void;
+  ackTimeoutMs?: number;
+}
+
+/**
+ * Invalidation across replicas. publish() resolves only once every other replica that
+ * was subscribed has APPLIED the invalidation (each one answers on the publisher's own
+ * acknowledgement channel), so a change that has been answered to its client is in
+ * force on every replica's very next request: a role downgrade or a revoked secret
+ * cannot slip through on a replica whose pub/sub message is still in flight. A replica
+ * that does not answer within ackTimeoutMs (dead, partitioned) is logged and not waited
+ * for; when it reconnects it drops all its caches (onReset).
+ */
+export async function redisBus(url: string, opts: RedisBusOptions = {}): Promise<CacheBus> {
+  const { log, ackTimeoutMs = ACK_TIMEOUT_MS } = opts;
+  const prefix = `vault-standalone:${opts.namespace ?? 'default'}`;
+  const channel = `${prefix}:invalidate`;
   const origin = randomUUID();
+  const ackChannel = `${prefix}:ack:${origin}`;
   const handlers: InvalidationHandler[] = [];
   const resets: Array<() => void> = [];
+  const waiting = new Map<number, { acks: number; expected: number; done: () => void }>();
+  let seq = 0;
   const options = { lazyConnect: true, maxRetriesPerRequest: 2, enableOfflineQueue: true };
   const pub = new Redis(url, options);
   const sub = new Redis(url, options);
   for (const c of [pub, sub]) c.on('error', (err: Error & { code?: string }) => log?.(`redis: ${err.code ?? err.message}`));
   await pub.connect();
   await sub.connect();
-  sub.on('message', (_channel: string, message: string) => {
-    let msg: { o?: string; t?: string; k?: string };
+  sub.on('message', (from: string, message: string) => {
+    if (from === ackChannel) {
+      const w = waiting.get(Number(message));
+      if (w && ++w.acks >= w.expected) w.done();
+      return;
+    }
+    let msg: { o?: unknown; t?: unknown; k?: unknown; i?: unknown };
     try {
       msg = JSON.parse(message);
     } catch {
       return;
     }
-    if (msg.o === origin || typeof msg.t !== 'string' || typeof msg.k !== 'string') return;
+    if (msg.o === origin || typeof msg.o !== 'string' || typeof msg.t !== 'string' || typeof msg.k !== 'string') return;
     for (const h of handlers) h(msg.t, msg.k);
+    if (typeof msg.i === 'number') {
+      pub.publish(`${prefix}:ack:${msg.o}`, String(msg.i)).catch((err: Error) => log?.(`redis: acknowledgement failed: ${err.message}`));
+    }
   });
   // After a reconnect we may have missed messages: every cache starts over.
   let first = true;
@@ -57,17 +91,36 @@ export async function redisBus(url: string, log?: (msg: string) => void): Promis
     if (first) return void (first = false);
     for (const r of resets) r();
   });
-  await sub.subscribe(CHANNEL);
+  await sub.subscribe(channel, ackChannel);
   first = false;
   return {
     kind: 'redis',
     async publish(topic, key) {
       for (const h of handlers) h(topic, key);
-      await pub.publish(CHANNEL, JSON.stringify({ o: origin, t: topic, k: key }));
+      const id = ++seq;
+      // Registered before publishing: an acknowledgement may overtake PUBLISH's reply.
+      let done!: () => void;
+      const confirmed = new Promise<void>((resolve) => (done = resolve));
+      const w = { acks: 0, expected: Number.POSITIVE_INFINITY, done };
+      waiting.set(id, w);
+      try {
+        const receivers = await pub.publish(channel, JSON.stringify({ o: origin, t: topic, k: key, i: id }));
+        w.expected = receivers - 1; // our own subscriber counts too
+        if (w.acks >= w.expected) return;
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), ackTimeoutMs)));
+        if (await Promise.race([confirmed.then(() => false), late])) {
+          log?.(`redis: ${w.expected - w.acks} of ${w.expected} replicas did not confirm an invalidation within ${ackTimeoutMs} ms`);
+        }
+        clearTimeout(timer);
+      } finally {
+        waiting.delete(id);
+      }
     },
     subscribe: (h) => void handlers.push(h),
     onReset: (r) => void resets.push(r),
     async close() {
+      for (const w of waiting.values()) w.done();
       sub.disconnect();
       pub.disconnect();
     },
