@@ -2,12 +2,17 @@
 import type { Config } from './config.js';
 import { createHttpServer } from './http/app.js';
 import { registerStatusRoutes } from './routes/status.js';
+import { registerSecretWriteRoutes } from './routes/secretWrites.js';
 import { registerAuditRoutes } from './routes/v1/audit.js';
+import { registerExportRoutes } from './routes/v1/export.js';
 import { registerAuthRoutes } from './routes/v1/auth.js';
 import { registerIdentityRoutes } from './routes/v1/identities.js';
 import { registerMembershipRoutes } from './routes/v1/memberships.js';
 import { registerProjectRoutes } from './routes/v1/projects.js';
+import { registerProjectAdminRoutes } from './routes/v1/projectsAdmin.js';
+import { registerSecretVersionRoutes } from './routes/v1/secretVersions.js';
 import { registerUserRoutes } from './routes/v1/users.js';
+import { registerFolderRoutes } from './routes/v2/folders.js';
 import { registerSecretReadRoutes } from './routes/v3/secrets.js';
 import { createServices, type Logger, type Services } from './services.js';
 
@@ -31,7 +36,12 @@ export async function startService(config: Config, log: Logger): Promise<Running
     registerAuditRoutes(http.router, services);
     registerUserRoutes(http.router, services);
     registerProjectRoutes(http.router, services);
+    registerProjectAdminRoutes(http.router, services);
+    registerFolderRoutes(http.router, services);
     registerSecretReadRoutes(http.router, services);
+    registerSecretWriteRoutes(http.router, services);
+    registerSecretVersionRoutes(http.router, services);
+    registerExportRoutes(http.router, services);
     const port = await http.listen(config.port, config.host);
     return {
       port,

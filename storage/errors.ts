@@ -9,6 +9,7 @@ const BY_SQLSTATE: Record<string, StorageFailure> = {
   '40P01': 'unavailable', // deadlock_detected: retryable
   '22P02': 'invalid-input', // invalid_text_representation (e.g. a malformed uuid)
   '22001': 'invalid-input', // string_data_right_truncation
+  '22021': 'invalid-input', // character_not_in_repertoire (a NUL in text)
   '57P01': 'unavailable', // admin_shutdown
   '53300': 'unavailable', // too_many_connections
 };

@@ -28,6 +28,45 @@ export function foldersStore(sql: Queryable) {
         order by path`;
     },
 
+    async byId(environmentId: string, id: string): Promise<FolderRow | undefined> {
+      const [row] = await sql<FolderRow[]>`select id, environment_id, parent_id, name, path, version
+        from folders where environment_id = ${environmentId} and id = ${id}`;
+      return row;
+    },
+
+    /** The direct sub-folders of `parentId`, by name. */
+    async children(parentId: string): Promise<FolderRow[]> {
+      return sql<FolderRow[]>`select id, environment_id, parent_id, name, path, version from folders
+        where parent_id = ${parentId} order by name`;
+    },
+
+    /**
+     * Locks the folder at `path` and every folder below it (FOR UPDATE) for the rest of
+     * the transaction: secrets and sub-folders cannot be added under them meanwhile, so
+     * what is counted before a delete is what the delete removes. Returns their ids.
+     */
+    async lockSubtree(environmentId: string, path: string): Promise<string[]> {
+      const prefix = path === '/' ? '/' : `${path}/`;
+      const rows = await sql<{ id: string }[]>`select id from folders
+        where environment_id = ${environmentId} and (path = ${path} or starts_with(path, ${prefix}))
+        order by id for update`;
+      return rows.map((r) => r.id);
+    },
+
+    /** As lockSubtree, for every folder of the given environments. */
+    async lockEnvironments(environmentIds: readonly string[]): Promise<string[]> {
+      if (environmentIds.length === 0) return [];
+      const rows = await sql<{ id: string }[]>`select id from folders
+        where environment_id = any(${sql.array(environmentIds as string[])}::uuid[]) order by id for update`;
+      return rows.map((r) => r.id);
+    },
+
+    /** Deletes the folder; its sub-folders and their secrets go with it (cascade). */
+    async remove(id: string): Promise<boolean> {
+      const rows = await sql`delete from folders where id = ${id} returning id`;
+      return rows.length === 1;
+    },
+
     async insert(f: { environmentId: string; parentId: string; parentPath: string; name: string }): Promise<FolderRow> {
       const id = randomUUID();
       const path = f.parentPath === '/' ? `/${f.name}` : `${f.parentPath}/${f.name}`;

@@ -28,6 +28,8 @@ export interface ProjectRecord extends ProjectRow {
 
 export function projectsStore(sql: Queryable) {
   async function load(where: 'id' | 'slug', value: string): Promise<ProjectRecord | undefined> {
+    // PostgreSQL text cannot hold a NUL, so no row has one; sending it would be an error.
+    if (value.includes('\u0000')) return undefined;
     const rows = await sql<(ProjectRow & { wrappedDataKey: Buffer })[]>`
       select p.id, p.org_id, p.name, p.slug, p.data_key_id, p.created_at, p.updated_at, k.wrapped as wrapped_data_key
       from projects p join crypto_keys k on k.id = p.data_key_id
@@ -47,6 +49,48 @@ export function projectsStore(sql: Queryable) {
       return sql<ProjectRow[]>`select id, org_id, name, slug, data_key_id, created_at, updated_at from projects order by created_at, id`;
     },
 
+    /**
+     * Projects with their environments (no key material), in two queries: every project,
+     * or only those where the user or identity holds a membership (any role but no-access: such a member may not even see the project).
+     */
+    async listWithEnvironments(member?: { userId: string } | { identityId: string }): Promise<(ProjectRow & { environments: EnvironmentRow[] })[]> {
+      const filter = !member
+        ? sql`true`
+        : 'userId' in member
+          ? sql`exists (select 1 from project_memberships m where m.project_id = p.id and m.user_id = ${member.userId} and m.role <> 'no-access')`
+          : sql`exists (select 1 from project_memberships m where m.project_id = p.id and m.identity_id = ${member.identityId} and m.role <> 'no-access')`;
+      const projects = await sql<ProjectRow[]>`select p.id, p.org_id, p.name, p.slug, p.data_key_id, p.created_at, p.updated_at
+        from projects p where ${filter} order by p.created_at, p.id`;
+      if (projects.length === 0) return [];
+      const envs = await sql<EnvironmentRow[]>`select id, project_id, name, slug, position from environments
+        where project_id = any(${sql.array(projects.map((p) => p.id))}::uuid[]) order by position, created_at`;
+      const byProject = new Map<string, EnvironmentRow[]>(projects.map((p) => [p.id, []]));
+      for (const e of envs) byProject.get(e.projectId)?.push(e);
+      return projects.map((p) => ({ ...p, environments: byProject.get(p.id)! }));
+    },
+
+    /** Locks the project row for the rest of the transaction (serialises admin changes). */
+    async lockForUpdate(id: string): Promise<boolean> {
+      const rows = await sql`select id from projects where id = ${id} for update`;
+      return rows.length === 1;
+    },
+
+    async update(id: string, u: { name?: string; slug?: string }): Promise<void> {
+      await sql`update projects set name = coalesce(${u.name ?? null}, name), slug = coalesce(${u.slug ?? null}, slug),
+        updated_at = now() where id = ${id}`;
+    },
+
+    /**
+     * Deletes the project (environments, folders, secrets, versions and memberships go
+     * with it by cascade) and then its data key: nothing sealed under it remains.
+     */
+    async remove(id: string): Promise<boolean> {
+      const [row] = await sql<{ dataKeyId: string }[]>`delete from projects where id = ${id} returning data_key_id`;
+      if (!row) return false;
+      await sql`delete from crypto_keys where id = ${row.dataKeyId} and purpose = 'project'`;
+      return true;
+    },
+
     async insert(p: { id?: string; orgId: string; name: string; slug: string; dataKeyId: string }): Promise<string> {
       const id = p.id ?? randomUUID();
       await sql`insert into projects (id, org_id, name, slug, data_key_id)
@@ -61,6 +105,26 @@ export function projectsStore(sql: Queryable) {
         values (${id}, ${e.projectId}, ${e.name}, ${e.slug}, ${e.position})`;
       await sql`insert into folders (id, environment_id, parent_id, name, path) values (${randomUUID()}, ${id}, null, 'root', '/')`;
       return { id, ...e };
+    },
+
+    /** The position after the last environment of the project. */
+    async nextEnvironmentPosition(projectId: string): Promise<number> {
+      const [row] = await sql<{ next: number }[]>`select coalesce(max(position) + 1, 0)::int as next
+        from environments where project_id = ${projectId}`;
+      return row!.next;
+    },
+
+    async updateEnvironment(id: string, u: { name?: string; slug?: string }): Promise<EnvironmentRow | undefined> {
+      const [row] = await sql<EnvironmentRow[]>`update environments
+        set name = coalesce(${u.name ?? null}, name), slug = coalesce(${u.slug ?? null}, slug), updated_at = now()
+        where id = ${id} returning id, project_id, name, slug, position`;
+      return row;
+    },
+
+    /** Deletes the environment with its folders and secrets (cascade). */
+    async removeEnvironment(id: string): Promise<boolean> {
+      const rows = await sql`delete from environments where id = ${id} returning id`;
+      return rows.length === 1;
     },
   };
 }

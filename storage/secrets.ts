@@ -28,6 +28,17 @@ export interface SecretVersionRow {
   createdAt: Date;
 }
 
+/** Where a secret lives, for routes that name it by id only. */
+export interface SecretLocation {
+  id: string;
+  folderId: string;
+  folderPath: string;
+  environmentId: string;
+  projectId: string;
+}
+
+const COLUMNS = 'id, folder_id, key, version, value_blob, comment_blob, skip_multiline_encoding, immutable, created_at, updated_at';
+
 export function secretsStore(sql: Queryable) {
   return {
     async listByFolders(folderIds: readonly string[]): Promise<SecretCipherRow[]> {
@@ -52,6 +63,87 @@ export function secretsStore(sql: Queryable) {
       return row;
     },
 
+    /** Locks the row for the rest of the transaction. */
+    async byIdForUpdate(id: string): Promise<SecretCipherRow | undefined> {
+      const [row] = await sql<SecretCipherRow[]>`select ${sql.unsafe(COLUMNS)} from secrets where id = ${id} for update`;
+      return row;
+    },
+
+    /** The secrets of the folder among `keys`. */
+    async byKeys(folderId: string, keys: readonly string[]): Promise<SecretCipherRow[]> {
+      if (keys.length === 0) return [];
+      return sql<SecretCipherRow[]>`select ${sql.unsafe(COLUMNS)} from secrets
+        where folder_id = ${folderId} and key = any(${sql.array(keys as string[])}::text[])`;
+    },
+
+    async locate(id: string): Promise<SecretLocation | undefined> {
+      const [row] = await sql<SecretLocation[]>`select s.id, s.folder_id, f.path as folder_path, f.environment_id, e.project_id
+        from secrets s join folders f on f.id = s.folder_id join environments e on e.id = f.environment_id
+        where s.id = ${id}`;
+      return row;
+    },
+
+    async countInFolders(folderIds: readonly string[]): Promise<number> {
+      if (folderIds.length === 0) return 0;
+      const [row] = await sql<{ n: number }[]>`select count(*)::int as n from secrets
+        where folder_id = any(${sql.array(folderIds as string[])}::uuid[])`;
+      return row!.n;
+    },
+
+    /** Versions of a secret, newest first. */
+    async versions(secretId: string, page: { offset: number; limit: number }): Promise<SecretVersionRow[]> {
+      return sql<SecretVersionRow[]>`select id, secret_id, folder_id, key, version, value_blob, comment_blob,
+          actor_type, actor_id, created_at
+        from secret_versions where secret_id = ${secretId}
+        order by version desc offset ${page.offset} limit ${page.limit}`;
+    },
+
+    /** Deletes the secret and (cascade) its versions. */
+    async remove(id: string): Promise<boolean> {
+      const rows = await sql`delete from secrets where id = ${id} returning id`;
+      return rows.length === 1;
+    },
+
+    /** Inserts many secrets and their first version rows in two statements. */
+    async insertMany(
+      rows: readonly {
+        id: string;
+        folderId: string;
+        key: string;
+        valueBlob: Buffer;
+        commentBlob: Buffer | null;
+        skipMultilineEncoding?: boolean;
+      }[],
+      actor: { actorType: string; actorId: string | null },
+    ): Promise<SecretCipherRow[]> {
+      if (rows.length === 0) return [];
+      const secrets = rows.map((r) => ({
+        id: r.id,
+        folder_id: r.folderId,
+        key: r.key,
+        version: 1,
+        value_blob: r.valueBlob,
+        comment_blob: r.commentBlob,
+        skip_multiline_encoding: r.skipMultilineEncoding ?? false,
+        immutable: false,
+      }));
+      const inserted = await sql<SecretCipherRow[]>`insert into secrets ${sql(secrets)} returning ${sql.unsafe(COLUMNS)}`;
+      const versions = rows.map((r) => ({
+        id: randomUUID(),
+        secret_id: r.id,
+        folder_id: r.folderId,
+        key: r.key,
+        version: 1,
+        value_blob: r.valueBlob,
+        comment_blob: r.commentBlob,
+        actor_type: actor.actorType,
+        actor_id: actor.actorId,
+      }));
+      await sql`insert into secret_versions ${sql(versions)}`;
+      const byId = new Map(inserted.map((r) => [r.id, r]));
+      return rows.map((r) => byId.get(r.id)!);
+    },
+
     async version(secretId: string, version: number): Promise<SecretVersionRow | undefined> {
       const [row] = await sql<SecretVersionRow[]>`select id, secret_id, folder_id, key, version, value_blob, comment_blob,
           actor_type, actor_id, created_at
@@ -66,11 +158,14 @@ export function secretsStore(sql: Queryable) {
       version: number;
       valueBlob: Buffer;
       commentBlob: Buffer | null;
+      /** Unchanged when absent. */
+      skipMultilineEncoding?: boolean;
       actorType: string;
       actorId: string | null;
     }): Promise<SecretCipherRow> {
       const [row] = await sql<SecretCipherRow[]>`update secrets set key = ${u.key}, version = ${u.version},
-          value_blob = ${u.valueBlob}, comment_blob = ${u.commentBlob}, updated_at = now()
+          value_blob = ${u.valueBlob}, comment_blob = ${u.commentBlob},
+          skip_multiline_encoding = coalesce(${u.skipMultilineEncoding ?? null}::boolean, skip_multiline_encoding), updated_at = now()
         where id = ${u.id}
         returning id, folder_id, key, version, value_blob, comment_blob, skip_multiline_encoding, immutable, created_at, updated_at`;
       await sql`insert into secret_versions (id, secret_id, folder_id, key, version, value_blob, comment_blob, actor_type, actor_id)

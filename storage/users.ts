@@ -32,6 +32,11 @@ export function usersStore(sql: Queryable) {
         values (${randomUUID()}, ${u.email}, ${u.passwordHash}, ${u.firstName}, ${u.lastName}, ${u.isSuperadmin}) returning *`;
       return row!;
     },
+    /** Everyone, without password hashes, oldest first. */
+    async list(): Promise<Omit<UserRow, 'passwordHash'>[]> {
+      return sql<Omit<UserRow, 'passwordHash'>[]>`select id, email, first_name, last_name, is_superadmin, created_at
+        from users order by created_at, id`;
+    },
     async byEmail(email: string): Promise<UserRow | undefined> {
       const [row] = await sql<UserRow[]>`select * from users where lower(email) = lower(${email})`;
       return row;

@@ -17,6 +17,12 @@ export function auditActor(actor: Actor | SystemActor): { actorType: 'user' | 'i
   return { actorType: 'system', actorId: null };
 }
 
+/** Only the superadmin (and the service itself) administers the organization. */
+export function requireOrgAdmin(actor: Actor | SystemActor): void {
+  if (actor.kind === 'system' || (actor.kind === 'user' && actor.superadmin)) return;
+  throw new AppError('FORBIDDEN', 'You are not allowed to access this resource');
+}
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const isUuid = (s: string) => UUID.test(s);
 

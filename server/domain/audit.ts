@@ -4,8 +4,7 @@
 import type { Store } from '../../storage/index.js';
 import type { AuditFilter, AuditListRow } from '../../storage/audit.js';
 import { AppError } from '../errors.js';
-import type { AccessControl, Actor, SystemActor } from './access.js';
-import { requireOrgAdmin } from './identities.js';
+import { requireOrgAdmin, type AccessControl, type Actor, type SystemActor } from './access.js';
 
 export interface AuditDeps {
   store: Pick<Store, 'audit'>;

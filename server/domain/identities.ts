@@ -10,7 +10,7 @@ import type { Store } from '../../storage/index.js';
 import type { ClientSecretInfo, IdentityRow, UniversalAuthRow } from '../../storage/identities.js';
 import { ROLES, type Role } from '../../storage/memberships.js';
 import { AppError } from '../errors.js';
-import { auditActor, isUuid, type AccessControl, type Actor, type ProjectRef, type SystemActor } from './access.js';
+import { auditActor, isUuid, requireOrgAdmin, type AccessControl, type Actor, type ProjectRef, type SystemActor } from './access.js';
 import { topics } from './caches.js';
 import type { Keyring } from './keyring.js';
 
@@ -33,11 +33,6 @@ export interface IdentityView extends IdentityRow {
 /** Infisical's bounds: TTLs up to ten years. */
 export const MAX_TTL_SECONDS = 315_360_000;
 
-/** Only the superadmin (and the service itself) administers the organization. */
-export function requireOrgAdmin(actor: Actor | SystemActor): void {
-  if (actor.kind === 'system' || (actor.kind === 'user' && actor.superadmin)) return;
-  throw new AppError('FORBIDDEN', 'You are not allowed to access this resource');
-}
 
 const identityNotFound = (id: string) => new AppError('NOT_FOUND', `Identity with ID '${id}' not found`);
 

@@ -3,9 +3,10 @@ import { randomUUID } from 'node:crypto';
 import type { Crypto } from '../../crypto/index.js';
 import type { CacheBus } from '../../storage/cache.js';
 import type { Store } from '../../storage/index.js';
-import type { ProjectRecord } from '../../storage/projects.js';
+import type { EnvironmentRow, ProjectRecord, ProjectRow } from '../../storage/projects.js';
+import type { FolderRow } from '../../storage/folders.js';
 import { AppError } from '../errors.js';
-import { auditActor, type AccessControl, type Actor, type ProjectRef, type SystemActor } from './access.js';
+import { auditActor, isUuid, type AccessControl, type Actor, type ProjectRef, type SystemActor } from './access.js';
 import { topics } from './caches.js';
 import { dataKeyAad } from './keyring.js';
 import { normaliseSecretPath } from './paths.js';
@@ -36,6 +37,43 @@ export function validateSlug(slug: string, what = 'slug'): string {
   return slug;
 }
 
+/** A project as the admin API shows it: no key material. */
+export type ProjectView = ProjectRow & { environments: EnvironmentRow[] };
+
+function validateName(raw: string, what: string): string {
+  const name = raw.trim();
+  if (name.length < 1 || name.length > 64 || /[\u0000-\u001f\u007f]/.test(name)) {
+    throw new AppError('VALIDATION', `${what} must be 1 to 64 characters, without control characters`);
+  }
+  return name;
+}
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/** The force rule: deleting what holds secrets needs an explicit `force=true`. */
+function refuseUnlessForced(count: number, force: boolean | undefined, what: string) {
+  if (count > 0 && !force) {
+    throw new AppError('CONFLICT', `${what} holds ${plural(count, 'secret')}; pass force=true to delete it with them`);
+  }
+}
+
+/**
+ * Rethrows a unique-index refusal (SQLSTATE 23505: a concurrent request took the name
+ * between our check and our insert) as the answer the check itself would have given.
+ */
+function takenMeanwhile(message: string) {
+  return (err: unknown): never => {
+    if ((err as { code?: unknown } | null)?.code === '23505') throw new AppError('BAD_REQUEST', message);
+    throw err;
+  };
+}
+
+function environmentOf(project: ProjectRecord, envId: string): EnvironmentRow {
+  const env = isUuid(envId) ? project.environments.find((e) => e.id === envId.toLowerCase()) : undefined;
+  if (!env) throw new AppError('NOT_FOUND', `Environment with ID '${envId}' in project '${project.slug}' not found`);
+  return env;
+}
+
 export interface ProjectsDeps {
   store: Store;
   crypto: Pick<Crypto, 'generateDataKey' | 'rootKeyVersion'>;
@@ -47,8 +85,10 @@ export function projectsDomain(deps: ProjectsDeps) {
   const { store, crypto, access, bus } = deps;
   return {
     async create(actor: Actor | SystemActor, input: { name: string; slug?: string }): Promise<ProjectRecord> {
-      const name = input.name.trim();
-      if (name.length < 1 || name.length > 64) throw new AppError('VALIDATION', 'projectName must be 1 to 64 characters');
+      // Projects belong to people; a machine identity only ever works inside one it was given.
+      if (actor.kind === 'identity') throw new AppError('FORBIDDEN', 'Machine identities may not create projects');
+      // The same rule as a rename: control characters (a NUL cannot even be stored) are refused.
+      const name = validateName(input.name, 'projectName');
       const slug = validateSlug(input.slug?.trim() || slugify(name));
       const keyId = randomUUID();
       const wrapped = await crypto.generateDataKey(dataKeyAad(keyId));
@@ -63,23 +103,217 @@ export function projectsDomain(deps: ProjectsDeps) {
         if (actor.kind === 'user') await s.memberships.upsertUser(projectId, actor.userId, 'admin');
         await s.audit.append(s.tx, { ...auditActor(actor), eventType: 'create-project', projectId, metadata: { slug } });
         return projectId;
-      });
+      }).catch(takenMeanwhile(`A project with slug '${slug}' already exists`));
       await bus.publish(topics.projectSlug, slug);
       return (await store.projects.byId(id))!;
+    },
+
+    /** Every project for the superadmin (and the service); otherwise those the actor is a member of. */
+    async list(actor: Actor | SystemActor): Promise<ProjectView[]> {
+      if (actor.kind === 'system' || (actor.kind === 'user' && actor.superadmin)) return store.projects.listWithEnvironments();
+      return store.projects.listWithEnvironments(actor.kind === 'user' ? { userId: actor.userId } : { identityId: actor.identityId });
+    },
+
+    /** One project, for any member whose role reads secrets. */
+    async get(actor: Actor | SystemActor, ref: ProjectRef): Promise<ProjectRecord> {
+      return (await access.authorize(actor, ref, 'secrets:read')).project;
+    },
+
+    /** Renames the project and/or changes its slug; the old slug stops resolving at once. */
+    async update(actor: Actor | SystemActor, ref: ProjectRef, input: { name?: string; slug?: string }): Promise<ProjectRecord> {
+      const { project } = await access.authorize(actor, ref, 'project:admin');
+      const name = input.name === undefined ? undefined : validateName(input.name, 'name');
+      const slug = input.slug === undefined ? undefined : validateSlug(input.slug.trim());
+      if (name === undefined && slug === undefined) return project;
+      // Compared with the row as locked, not as cached: a concurrent change may have come
+      // first (the same change twice is then a no-op, and the audit names the real old values).
+      const { old, changes } = await store.transaction(async (s) => {
+        if (!(await s.projects.lockForUpdate(project.id))) throw new AppError('NOT_FOUND', `Project with ID '${project.id}' not found`);
+        const old = (await s.projects.byId(project.id))!;
+        const changes: { name?: string; slug?: string } = {};
+        if (name !== undefined && name !== old.name) changes.name = name;
+        if (slug !== undefined && slug !== old.slug) changes.slug = slug;
+        if (!changes.name && !changes.slug) return { old, changes };
+        if (changes.slug && (await s.projects.bySlug(changes.slug))) {
+          throw new AppError('BAD_REQUEST', `A project with slug '${changes.slug}' already exists`);
+        }
+        await s.projects.update(project.id, changes);
+        await s.audit.append(s.tx, {
+          ...auditActor(actor),
+          eventType: 'update-project',
+          projectId: project.id,
+          metadata: { ...(changes.slug ? { oldSlug: old.slug, slug: changes.slug } : {}), ...(changes.name ? { oldName: old.name, name: changes.name } : {}) },
+        });
+        return { old, changes };
+      }).catch(takenMeanwhile(`A project with slug '${slug}' already exists`));
+      if (!changes.name && !changes.slug) return old;
+      await bus.publish(topics.project, project.id);
+      await bus.publish(topics.projectSlug, old.slug);
+      if (changes.slug) await bus.publish(topics.projectSlug, changes.slug);
+      return (await store.projects.byId(project.id))!;
+    },
+
+    /** Deletes the project with everything in it; refused while it holds secrets unless forced. */
+    async remove(actor: Actor | SystemActor, ref: ProjectRef, opts: { force?: boolean } = {}): Promise<ProjectRecord> {
+      const { project } = await access.authorize(actor, ref, 'project:admin');
+      await store.transaction(async (s) => {
+        if (!(await s.projects.lockForUpdate(project.id))) throw new AppError('NOT_FOUND', `Project with ID '${project.id}' not found`);
+        const fresh = (await s.projects.byId(project.id))!;
+        const folders = await s.folders.lockEnvironments(fresh.environments.map((e) => e.id));
+        const n = await s.secrets.countInFolders(folders);
+        refuseUnlessForced(n, opts.force, `Project '${project.slug}'`);
+        await s.projects.remove(project.id);
+        await s.audit.append(s.tx, {
+          ...auditActor(actor),
+          eventType: 'delete-project',
+          projectId: project.id,
+          metadata: { slug: project.slug, name: project.name, secretsDeleted: n },
+        });
+      });
+      await bus.publish(topics.project, project.id);
+      await bus.publish(topics.projectSlug, project.slug);
+      for (const e of project.environments) await bus.publish(topics.environment, e.id);
+      return project;
+    },
+
+    async createEnvironment(actor: Actor | SystemActor, ref: ProjectRef, input: { name: string; slug: string }): Promise<EnvironmentRow> {
+      const { project } = await access.authorize(actor, ref, 'project:admin');
+      const name = validateName(input.name, 'name');
+      const slug = validateSlug(input.slug.trim());
+      const env = await store.transaction(async (s) => {
+        if (!(await s.projects.lockForUpdate(project.id))) throw new AppError('NOT_FOUND', `Project with ID '${project.id}' not found`);
+        const fresh = (await s.projects.byId(project.id))!;
+        if (fresh.environments.some((e) => e.slug === slug)) throw new AppError('BAD_REQUEST', `Environment with slug '${slug}' already exists`);
+        if (fresh.environments.length >= 100) throw new AppError('BAD_REQUEST', 'A project holds at most 100 environments');
+        const position = await s.projects.nextEnvironmentPosition(project.id);
+        const e = await s.projects.insertEnvironment({ projectId: project.id, name, slug, position });
+        await s.audit.append(s.tx, { ...auditActor(actor), eventType: 'create-environment', projectId: project.id, environment: slug, metadata: { name } });
+        return e;
+      });
+      await bus.publish(topics.project, project.id);
+      return env;
+    },
+
+    async updateEnvironment(actor: Actor | SystemActor, ref: ProjectRef, envId: string, input: { name?: string; slug?: string }): Promise<EnvironmentRow> {
+      const { project } = await access.authorize(actor, ref, 'project:admin');
+      const env = environmentOf(project, envId);
+      const name = input.name === undefined ? undefined : validateName(input.name, 'name');
+      const slug = input.slug === undefined ? undefined : validateSlug(input.slug.trim());
+      if (name === undefined && slug === undefined) return env;
+      // As for projects: compared with the row as locked, not as cached.
+      const { updated, changed } = await store.transaction(async (s) => {
+        if (!(await s.projects.lockForUpdate(project.id))) throw new AppError('NOT_FOUND', `Project with ID '${project.id}' not found`);
+        const fresh = (await s.projects.byId(project.id))!;
+        const old = fresh.environments.find((e) => e.id === env.id);
+        if (!old) throw new AppError('NOT_FOUND', `Environment with ID '${envId}' in project '${project.slug}' not found`);
+        const changes: { name?: string; slug?: string } = {};
+        if (name !== undefined && name !== old.name) changes.name = name;
+        if (slug !== undefined && slug !== old.slug) changes.slug = slug;
+        if (!changes.name && !changes.slug) return { updated: old, changed: false };
+        if (changes.slug && fresh.environments.some((e) => e.slug === changes.slug)) {
+          throw new AppError('BAD_REQUEST', `Environment with slug '${changes.slug}' already exists`);
+        }
+        const row = (await s.projects.updateEnvironment(env.id, changes))!;
+        await s.audit.append(s.tx, {
+          ...auditActor(actor),
+          eventType: 'update-environment',
+          projectId: project.id,
+          environment: row.slug,
+          metadata: { environmentId: env.id, ...(changes.slug ? { oldSlug: old.slug } : {}), ...(changes.name ? { oldName: old.name, name: row.name } : {}) },
+        });
+        return { updated: row, changed: true };
+      });
+      if (!changed) return updated;
+      await bus.publish(topics.project, project.id);
+      await bus.publish(topics.environment, env.id);
+      return updated;
+    },
+
+    async removeEnvironment(actor: Actor | SystemActor, ref: ProjectRef, envId: string, opts: { force?: boolean } = {}): Promise<EnvironmentRow> {
+      const { project } = await access.authorize(actor, ref, 'project:admin');
+      const env = environmentOf(project, envId);
+      await store.transaction(async (s) => {
+        if (!(await s.projects.lockForUpdate(project.id))) throw new AppError('NOT_FOUND', `Project with ID '${project.id}' not found`);
+        const n = await s.secrets.countInFolders(await s.folders.lockEnvironments([env.id]));
+        refuseUnlessForced(n, opts.force, `Environment '${env.slug}'`);
+        if (!(await s.projects.removeEnvironment(env.id))) throw new AppError('NOT_FOUND', `Environment with ID '${envId}' in project '${project.slug}' not found`);
+        await s.audit.append(s.tx, {
+          ...auditActor(actor),
+          eventType: 'delete-environment',
+          projectId: project.id,
+          environment: env.slug,
+          metadata: { environmentId: env.id, secretsDeleted: n },
+        });
+      });
+      await bus.publish(topics.project, project.id);
+      await bus.publish(topics.environment, env.id);
+      return env;
+    },
+
+    /** The direct sub-folders of the folder at `path`. */
+    async listFolders(actor: Actor | SystemActor, input: { project: ProjectRef; environment: string; path?: string }): Promise<FolderRow[]> {
+      const { project } = await access.authorize(actor, input.project, 'secrets:read');
+      const env = access.environment(project, input.environment);
+      const path = normaliseSecretPath(input.path);
+      const folder = await store.folders.byPath(env.id, path);
+      if (!folder) throw new AppError('SECRET_PATH_NOT_FOUND', `Folder with path '${path}' in environment '${env.slug}' not found`);
+      return store.folders.children(folder.id);
+    },
+
+    /**
+     * Deletes the sub-folder of `path` named by id or name, with everything below it;
+     * refused while that subtree holds secrets unless forced.
+     */
+    async deleteFolder(
+      actor: Actor | SystemActor,
+      input: { project: ProjectRef; environment: string; path?: string; folder: string; force?: boolean },
+    ): Promise<FolderRow> {
+      const { project } = await access.authorize(actor, input.project, 'secrets:write');
+      const env = access.environment(project, input.environment);
+      const parentPath = normaliseSecretPath(input.path);
+      const notFound = () => new AppError('NOT_FOUND', `Folder '${input.folder}' in '${parentPath}' of environment '${env.slug}' not found`);
+      const removed = await store.transaction(async (s) => {
+        const parent = await s.folders.byPath(env.id, parentPath);
+        if (!parent) throw new AppError('SECRET_PATH_NOT_FOUND', `Folder with path '${parentPath}' in environment '${env.slug}' not found`);
+        const children = await s.folders.children(parent.id);
+        const target = isUuid(input.folder)
+          ? children.find((f) => f.id === input.folder.toLowerCase())
+          : children.find((f) => f.name === input.folder);
+        if (!target) throw notFound();
+        const locked = await s.folders.lockSubtree(env.id, target.path);
+        if (!locked.includes(target.id)) throw notFound();
+        const n = await s.secrets.countInFolders(locked);
+        refuseUnlessForced(n, input.force, `Folder '${target.path}'`);
+        await s.folders.remove(target.id);
+        await s.audit.append(s.tx, {
+          ...auditActor(actor),
+          eventType: 'delete-folder',
+          projectId: project.id,
+          environment: env.slug,
+          secretPath: target.path,
+          metadata: { folderId: target.id, secretsDeleted: n },
+        });
+        return target;
+      });
+      await bus.publish(topics.environment, env.id);
+      return removed;
     },
 
     /** Creates the folder `name` under `parentPath`. */
     async createFolder(
       actor: Actor | SystemActor,
       input: { project: ProjectRef; environment: string; parentPath?: string; name: string },
-    ): Promise<{ id: string; path: string }> {
+    ): Promise<{ id: string; name: string; path: string; parentId: string | null; environmentId: string }> {
       const { project } = await access.authorize(actor, input.project, 'secrets:write');
       const env = access.environment(project, input.environment);
       const parentPath = normaliseSecretPath(input.parentPath);
-      const path = normaliseSecretPath(parentPath === '/' ? `/${input.name}` : `${parentPath}/${input.name}`);
-      if (path.split('/').length !== parentPath.split('/').length + (parentPath === '/' ? 0 : 1)) {
-        throw new AppError('VALIDATION', 'Folder name must be a single path segment');
+      // The name is stored as given and the path built from it, so it must already be one
+      // normalised segment: "x/" would normalise to "/x" here but be stored as "/x/".
+      if (input.name === '' || input.name.includes('/') || normaliseSecretPath(`/${input.name}`) !== `/${input.name}`) {
+        throw new AppError('VALIDATION', 'Folder name must be a single path segment (letters, digits, _ . - only)');
       }
+      const path = parentPath === '/' ? `/${input.name}` : `${parentPath}/${input.name}`;
+      normaliseSecretPath(path); // the depth limit
       const folder = await store.transaction(async (s) => {
         const parent = await s.folders.byPath(env.id, parentPath);
         if (!parent) throw new AppError('SECRET_PATH_NOT_FOUND', `Folder with path '${parentPath}' in environment '${env.slug}' not found`);
@@ -93,9 +327,9 @@ export function projectsDomain(deps: ProjectsDeps) {
           secretPath: path,
         });
         return f;
-      });
+      }).catch(takenMeanwhile(`Folder '${path}' already exists`));
       await bus.publish(topics.environment, env.id);
-      return { id: folder.id, path: folder.path };
+      return { id: folder.id, name: folder.name, path: folder.path, parentId: folder.parentId, environmentId: folder.environmentId };
     },
   };
 }

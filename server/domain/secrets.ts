@@ -8,7 +8,7 @@ import type { Store } from '../../storage/index.js';
 import type { EnvironmentRow, ProjectRecord } from '../../storage/projects.js';
 import type { SecretCipherRow } from '../../storage/secrets.js';
 import { AppError } from '../errors.js';
-import { auditActor, type AccessControl, type Actor, type ProjectRef, type SystemActor } from './access.js';
+import { auditActor, isUuid, type AccessControl, type Actor, type ProjectRef, type SystemActor } from './access.js';
 import { topics, type Caches, type FolderSnapshot } from './caches.js';
 import { dataKeyAad } from './keyring.js';
 import { normaliseSecretPath } from './paths.js';
@@ -49,12 +49,50 @@ export function secretAad(
 
 const KEY_NAME = /^[^:/\s][^:/]{0,254}$/;
 
+/** A UTF-16 surrogate without its other half: no UTF-8 encoding exists for it. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
 export function validateSecretName(raw: string): string {
   const key = raw.trim();
-  if (!KEY_NAME.test(key) || /[\u0000-\u001f\u007f]/.test(key)) {
+  if (!KEY_NAME.test(key) || /[\u0000-\u001f\u007f]/.test(key) || LONE_SURROGATE.test(key)) {
     throw new AppError('VALIDATION', 'Secret name must be 1 to 255 characters without ":" or "/"');
   }
   return key;
+}
+
+/**
+ * Values and comments are sealed as UTF-8: a lone surrogate (JSON allows "\ud800") would
+ * silently become U+FFFD, so the value read back would differ from the one written.
+ */
+export function validateSecretText(what: 'secretValue' | 'secretComment', s: string | undefined): void {
+  if (s !== undefined && LONE_SURROGATE.test(s)) throw new AppError('VALIDATION', `${what} must be valid Unicode text (it holds a lone surrogate)`);
+}
+
+/** Most secrets one batch request may create. */
+export const MAX_BATCH = 1000;
+
+/** One version of a secret, opened, for the version history. */
+export interface SecretVersionView {
+  id: string;
+  secretId: string;
+  projectId: string;
+  environment: string;
+  path: string;
+  version: number;
+  key: string;
+  value: string;
+  comment: string;
+  actorType: string;
+  actorId: string | null;
+  createdAt: Date;
+}
+
+/** What an export holds: names, values and comments of one folder, and where they came from. */
+export interface SecretExport {
+  project: { id: string; slug: string };
+  environment: string;
+  path: string;
+  entries: { key: string; value: string; comment: string }[];
 }
 
 export interface SecretsDeps {
@@ -85,6 +123,21 @@ export function secretsDomain(deps: SecretsDeps) {
   }
 
   const keyAadOf = (project: ProjectRecord) => dataKeyAad(project.dataKeyId);
+
+  /** Seals one version's value (and comment, when there is one) in one task. */
+  async function sealVersion(project: ProjectRecord, at: Parameters<typeof secretAad>[1], value: string, comment: string | undefined) {
+    const items = [{ plaintext: value, aad: secretAad('value', at) }];
+    if (comment) items.push({ plaintext: comment, aad: secretAad('comment', at) });
+    const [valueBlob, commentBlob] = await crypto.sealMany(project.wrappedDataKey, keyAadOf(project), items);
+    return { valueBlob: valueBlob!, commentBlob: commentBlob ?? null };
+  }
+
+  /** The folder at `path`, looked up inside the write's transaction. */
+  async function folderIn(s: Pick<Store, 'folders'>, env: EnvironmentRow, path: string) {
+    const folder = await s.folders.byPath(env.id, path);
+    if (!folder) throw new AppError('SECRET_PATH_NOT_FOUND', `Folder with path '${path}' in environment '${env.slug}' not found`);
+    return folder;
+  }
 
   function cipherItems(project: ProjectRecord, env: EnvironmentRow, rows: readonly SecretCipherRow[], withValues = true) {
     const items: { blob: Buffer; aad: string }[] = [];
@@ -247,21 +300,20 @@ export function secretsDomain(deps: SecretsDeps) {
       const env = access.environment(project, input.environment);
       const path = normaliseSecretPath(input.secretPath);
       const key = validateSecretName(input.key);
+      validateSecretText('secretValue', input.value);
+      validateSecretText('secretComment', input.comment);
       const id = randomUUID();
       const row = await store.transaction(async (s) => {
-        const folder = await s.folders.byPath(env.id, path);
-        if (!folder) throw new AppError('SECRET_PATH_NOT_FOUND', `Folder with path '${path}' in environment '${env.slug}' not found`);
+        const folder = await folderIn(s, env, path);
         if (await s.secrets.byKey(folder.id, key)) throw new AppError('BAD_REQUEST', 'Secret already exists');
         const at = { projectId: project.id, environmentId: env.id, folderId: folder.id, secretId: id, key, version: 1 };
-        const items = [{ plaintext: input.value, aad: secretAad('value', at) }];
-        if (input.comment) items.push({ plaintext: input.comment, aad: secretAad('comment', at) });
-        const [valueBlob, commentBlob] = await crypto.sealMany(project.wrappedDataKey, keyAadOf(project), items);
+        const { valueBlob, commentBlob } = await sealVersion(project, at, input.value, input.comment);
         const inserted = await s.secrets.insert({
           id,
           folderId: folder.id,
           key,
-          valueBlob: valueBlob!,
-          commentBlob: commentBlob ?? null,
+          valueBlob,
+          commentBlob,
           skipMultilineEncoding: input.skipMultilineEncoding,
           immutable: input.immutable,
           ...auditActor(actor),
@@ -293,6 +345,7 @@ export function secretsDomain(deps: SecretsDeps) {
         value?: string;
         comment?: string;
         newKey?: string;
+        skipMultilineEncoding?: boolean;
         allowImmutableChange?: boolean;
       },
     ): Promise<SecretView> {
@@ -301,9 +354,10 @@ export function secretsDomain(deps: SecretsDeps) {
       const path = normaliseSecretPath(input.secretPath);
       const key = validateSecretName(input.key);
       const newKey = input.newKey === undefined ? key : validateSecretName(input.newKey);
+      validateSecretText('secretValue', input.value);
+      validateSecretText('secretComment', input.comment);
       const result = await store.transaction(async (s) => {
-        const folder = await s.folders.byPath(env.id, path);
-        if (!folder) throw new AppError('SECRET_PATH_NOT_FOUND', `Folder with path '${path}' in environment '${env.slug}' not found`);
+        const folder = await folderIn(s, env, path);
         const cur = await s.secrets.byKeyForUpdate(folder.id, key);
         if (!cur) throw new AppError('NOT_FOUND', `Secret with name '${key}' not found`);
         if (cur.immutable && !input.allowImmutableChange && (input.value !== undefined || newKey !== key)) {
@@ -315,10 +369,16 @@ export function secretsDomain(deps: SecretsDeps) {
         const comment = input.comment ?? comments[0]!;
         const version = cur.version + 1;
         const at = { projectId: project.id, environmentId: env.id, folderId: folder.id, secretId: cur.id, key: newKey, version };
-        const items = [{ plaintext: value, aad: secretAad('value', at) }];
-        if (comment) items.push({ plaintext: comment, aad: secretAad('comment', at) });
-        const [valueBlob, commentBlob] = await crypto.sealMany(project.wrappedDataKey, keyAadOf(project), items);
-        const row = await s.secrets.update({ id: cur.id, key: newKey, version, valueBlob: valueBlob!, commentBlob: commentBlob ?? null, ...auditActor(actor) });
+        const { valueBlob, commentBlob } = await sealVersion(project, at, value, comment);
+        const row = await s.secrets.update({
+          id: cur.id,
+          key: newKey,
+          version,
+          valueBlob,
+          commentBlob,
+          skipMultilineEncoding: input.skipMultilineEncoding,
+          ...auditActor(actor),
+        });
         await s.folders.bumpVersion(folder.id);
         await s.audit.append(s.tx, {
           ...auditActor(actor),
@@ -335,6 +395,226 @@ export function secretsDomain(deps: SecretsDeps) {
       await bus.publish(topics.environment, env.id);
       return view(project, env, result.row, path, result.value, result.comment);
     },
+
+    /** Deletes the secret (and its versions); returns it as it was, value included, as Infisical does. */
+    async remove(
+      actor: Actor | SystemActor,
+      input: { project: ProjectRef; environment: string; secretPath?: string; key: string; allowImmutableChange?: boolean },
+    ): Promise<SecretView> {
+      const { project } = await access.authorize(actor, input.project, 'secrets:write');
+      const env = access.environment(project, input.environment);
+      const path = normaliseSecretPath(input.secretPath);
+      const key = validateSecretName(input.key);
+      const result = await store.transaction(async (s) => {
+        const folder = await folderIn(s, env, path);
+        const cur = await s.secrets.byKeyForUpdate(folder.id, key);
+        if (!cur) throw new AppError('NOT_FOUND', `Secret with name '${key}' not found`);
+        if (cur.immutable && !input.allowImmutableChange) {
+          throw new AppError('CONFLICT', `Secret '${key}' must never change; an explicit override is required to delete it`);
+        }
+        const { values, comments } = await open(project, env, [cur]);
+        await s.secrets.remove(cur.id);
+        await s.folders.bumpVersion(folder.id);
+        await s.audit.append(s.tx, {
+          ...auditActor(actor),
+          eventType: 'delete-secret',
+          projectId: project.id,
+          environment: env.slug,
+          secretPath: path,
+          secretKey: key,
+          secretVersion: cur.version,
+        });
+        return { row: cur, value: values[0]!, comment: comments[0]! };
+      });
+      await bus.publish(topics.environment, env.id);
+      return view(project, env, result.row, path, result.value, result.comment);
+    },
+
+    /**
+     * Creates every secret of the batch or none: names are checked (within the batch and
+     * against the folder) before anything is written, all blobs are sealed in one task,
+     * and the rows and their audit entries commit in one transaction.
+     */
+    async createMany(
+      actor: Actor | SystemActor,
+      input: {
+        project: ProjectRef;
+        environment: string;
+        secretPath?: string;
+        secrets: readonly { key: string; value: string; comment?: string; skipMultilineEncoding?: boolean }[];
+      },
+    ): Promise<SecretView[]> {
+      const { project } = await access.authorize(actor, input.project, 'secrets:write');
+      const env = access.environment(project, input.environment);
+      const path = normaliseSecretPath(input.secretPath);
+      if (input.secrets.length === 0) throw new AppError('VALIDATION', 'secrets must hold at least one secret');
+      if (input.secrets.length > MAX_BATCH) throw new AppError('VALIDATION', `secrets may hold at most ${MAX_BATCH} secrets`);
+      const items = input.secrets.map((x) => {
+        validateSecretText('secretValue', x.value);
+        validateSecretText('secretComment', x.comment);
+        return { ...x, key: validateSecretName(x.key), id: randomUUID() };
+      });
+      const seen = new Set<string>();
+      for (const x of items) {
+        if (seen.has(x.key)) throw new AppError('BAD_REQUEST', `Secret '${x.key}' appears more than once in the batch`);
+        seen.add(x.key);
+      }
+      const rows = await store.transaction(async (s) => {
+        const folder = await folderIn(s, env, path);
+        const existing = await s.secrets.byKeys(folder.id, [...seen]);
+        if (existing.length > 0) {
+          const names = existing.map((r) => r.key).sort();
+          throw new AppError('BAD_REQUEST', `Secret already exists: ${names.slice(0, 10).join(', ')}${names.length > 10 ? ', …' : ''}`);
+        }
+        const plain: { plaintext: string; aad: string }[] = [];
+        for (const x of items) {
+          const at = { projectId: project.id, environmentId: env.id, folderId: folder.id, secretId: x.id, key: x.key, version: 1 };
+          plain.push({ plaintext: x.value, aad: secretAad('value', at) });
+          if (x.comment) plain.push({ plaintext: x.comment, aad: secretAad('comment', at) });
+        }
+        const blobs = await crypto.sealMany(project.wrappedDataKey, keyAadOf(project), plain);
+        let i = 0;
+        const toInsert = items.map((x) => ({
+          id: x.id,
+          folderId: folder.id,
+          key: x.key,
+          valueBlob: blobs[i++]!,
+          commentBlob: x.comment ? blobs[i++]! : null,
+          skipMultilineEncoding: x.skipMultilineEncoding,
+        }));
+        const inserted = await s.secrets.insertMany(toInsert, auditActor(actor));
+        await s.folders.bumpVersion(folder.id);
+        for (const x of items) {
+          await s.audit.append(s.tx, {
+            ...auditActor(actor),
+            eventType: 'create-secret',
+            projectId: project.id,
+            environment: env.slug,
+            secretPath: path,
+            secretKey: x.key,
+            secretVersion: 1,
+            metadata: { batch: true },
+          });
+        }
+        return inserted;
+      });
+      await bus.publish(topics.environment, env.id);
+      return rows.map((r, n) => view(project, env, r, path, items[n]!.value, items[n]!.comment ?? ''));
+    },
+
+    /** The version history of a secret named by id, newest first, opened in one task. */
+    async listVersions(actor: Actor | SystemActor, secretId: string, page: { offset?: number; limit?: number } = {}): Promise<SecretVersionView[]> {
+      const { project, env, loc } = await locate(actor, secretId, 'secrets:read');
+      const rows = await store.secrets.versions(loc.id, { offset: page.offset ?? 0, limit: page.limit ?? 20 });
+      const items: { blob: Buffer; aad: string }[] = [];
+      for (const r of rows) {
+        const at = { projectId: project.id, environmentId: env.id, folderId: r.folderId, secretId: r.secretId, key: r.key, version: r.version };
+        items.push({ blob: r.valueBlob, aad: secretAad('value', at) });
+        if (r.commentBlob) items.push({ blob: r.commentBlob, aad: secretAad('comment', at) });
+      }
+      const plain = items.length ? await crypto.openMany(project.wrappedDataKey, keyAadOf(project), items) : [];
+      let i = 0;
+      return rows.map((r) => ({
+        id: r.id,
+        secretId: r.secretId,
+        projectId: project.id,
+        environment: env.slug,
+        path: loc.folderPath,
+        version: r.version,
+        key: r.key,
+        value: plain[i++]!,
+        comment: r.commentBlob ? plain[i++]! : '',
+        actorType: r.actorType,
+        actorId: r.actorId,
+        createdAt: r.createdAt,
+      }));
+    },
+
+    /**
+     * Makes a NEW version whose name, value and comment equal those of `version`: the old
+     * blobs are opened under their own version's AAD and sealed again under the new one's.
+     */
+    async restoreVersion(actor: Actor | SystemActor, secretId: string, version: number, opts: { allowImmutableChange?: boolean } = {}): Promise<SecretView> {
+      const { project, env, loc } = await locate(actor, secretId, 'secrets:write');
+      const result = await store.transaction(async (s) => {
+        const cur = await s.secrets.byIdForUpdate(loc.id);
+        if (!cur) throw new AppError('NOT_FOUND', `Secret with ID '${secretId}' not found`);
+        const old = await s.secrets.version(cur.id, version);
+        if (!old) throw new AppError('NOT_FOUND', `Secret '${cur.key}' has no version ${version}`);
+        if (cur.immutable && !opts.allowImmutableChange) {
+          throw new AppError('CONFLICT', `Secret '${cur.key}' must never change; an explicit override is required to restore a version`);
+        }
+        if (old.key !== cur.key && (await s.secrets.byKey(cur.folderId, old.key))) throw new AppError('BAD_REQUEST', 'Secret already exists');
+        const oldAt = { projectId: project.id, environmentId: env.id, folderId: old.folderId, secretId: cur.id, key: old.key, version: old.version };
+        const opened = await crypto.openMany(project.wrappedDataKey, keyAadOf(project), [
+          { blob: old.valueBlob, aad: secretAad('value', oldAt) },
+          ...(old.commentBlob ? [{ blob: old.commentBlob, aad: secretAad('comment', oldAt) }] : []),
+        ]);
+        const value = opened[0]!;
+        const comment = old.commentBlob ? opened[1]! : '';
+        const next = cur.version + 1;
+        const at = { projectId: project.id, environmentId: env.id, folderId: cur.folderId, secretId: cur.id, key: old.key, version: next };
+        const { valueBlob, commentBlob } = await sealVersion(project, at, value, comment);
+        const row = await s.secrets.update({ id: cur.id, key: old.key, version: next, valueBlob, commentBlob, ...auditActor(actor) });
+        await s.folders.bumpVersion(cur.folderId);
+        await s.audit.append(s.tx, {
+          ...auditActor(actor),
+          eventType: 'restore-secret-version',
+          projectId: project.id,
+          environment: env.slug,
+          secretPath: loc.folderPath,
+          secretKey: old.key,
+          secretVersion: next,
+          metadata: { restoredFrom: old.version, ...(old.key !== cur.key ? { renamedFrom: cur.key } : {}) },
+        });
+        return { row, value, comment };
+      });
+      await bus.publish(topics.environment, env.id);
+      return view(project, env, result.row, loc.folderPath, result.value, result.comment);
+    },
+
+    /**
+     * Everything in one folder, opened, for a project admin's download. Recorded in the
+     * audit trail (environment, path, format, how many; never a value) before the data
+     * is handed out: an export that cannot be audited does not happen.
+     */
+    async exportSecrets(
+      actor: Actor | SystemActor,
+      input: { project: ProjectRef; environment: string; secretPath?: string; format: string },
+    ): Promise<SecretExport> {
+      const { project } = await access.authorize(actor, input.project, 'project:admin');
+      const env = access.environment(project, input.environment);
+      const path = normaliseSecretPath(input.secretPath);
+      const snap = await snapshot(env, path, false);
+      const { values, comments } = await open(project, env, snap.rows);
+      await store.transaction(async (s) => {
+        await s.audit.append(s.tx, {
+          ...auditActor(actor),
+          eventType: 'export-secrets',
+          projectId: project.id,
+          environment: env.slug,
+          secretPath: path,
+          metadata: { format: input.format, count: snap.rows.length },
+        });
+      });
+      return {
+        project: { id: project.id, slug: project.slug },
+        environment: env.slug,
+        path,
+        entries: snap.rows.map((r, i) => ({ key: r.key, value: values[i]!, comment: comments[i]! })),
+      };
+    },
   };
+
+  /** Resolves a secret named by id to its project (404, then the role check: 403) and environment. */
+  async function locate(actor: Actor | SystemActor, secretId: string, permission: 'secrets:read' | 'secrets:write') {
+    const notFound = () => new AppError('NOT_FOUND', `Secret with ID '${secretId}' not found`);
+    const loc = isUuid(secretId) ? await store.secrets.locate(secretId.toLowerCase()) : undefined;
+    if (!loc) throw notFound();
+    const { project } = await access.authorize(actor, { id: loc.projectId }, permission);
+    const env = project.environments.find((e) => e.id === loc.environmentId);
+    if (!env) throw notFound();
+    return { project, env, loc };
+  }
 }
 export type SecretsDomain = ReturnType<typeof secretsDomain>;

@@ -7,6 +7,7 @@ import type { Store } from '../../storage/index.js';
 import type { SessionState } from '../../storage/users.js';
 import type { UserSessionTokens } from '../auth/tokens.js';
 import { AppError } from '../errors.js';
+import { auditActor, requireOrgAdmin, type Actor, type SystemActor } from './access.js';
 import { ReadThroughCache } from '../../storage/cache.js';
 
 export interface UserActor {
@@ -22,6 +23,24 @@ export interface SessionResult {
   expiresAt: Date;
   user: { id: string; email: string; firstName: string; lastName: string; superAdmin: boolean };
 }
+
+export interface PublicUser {
+  id: string;
+  email: string;
+  firstName: string;
+  lastName: string;
+  superAdmin: boolean;
+  createdAt: Date;
+}
+
+const publicUser = (u: { id: string; email: string; firstName: string; lastName: string; isSuperadmin: boolean; createdAt: Date }): PublicUser => ({
+  id: u.id,
+  email: u.email,
+  firstName: u.firstName,
+  lastName: u.lastName,
+  superAdmin: u.isSuperadmin,
+  createdAt: u.createdAt,
+});
 
 const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
 const SESSION_TOPIC = 'user-session';
@@ -43,6 +62,15 @@ export async function usersDomain(deps: UsersDeps) {
   const live = new ReadThroughCache<SessionState | null>(10_000, 30_000);
   bus.subscribe((topic, key) => topic === SESSION_TOPIC && live.invalidate(key));
   bus.onReset(() => live.clear());
+
+  function validateProfile(input: { email: string; password: string; firstName: string; lastName?: string }) {
+    const email = input.email.trim().toLowerCase();
+    if (!EMAIL.test(email)) throw new AppError('VALIDATION', 'email is not a valid address');
+    validatePassword(input.password);
+    const firstName = input.firstName.trim();
+    if (!firstName || firstName.length > 64) throw new AppError('VALIDATION', 'firstName must be 1 to 64 characters');
+    return { email, firstName, lastName: (input.lastName ?? '').trim() };
+  }
 
   function validatePassword(password: string) {
     if (password.length < 12 || password.length > 256) {
@@ -69,17 +97,13 @@ export async function usersDomain(deps: UsersDeps) {
     },
 
     async signup(input: { email: string; password: string; firstName: string; lastName?: string; ip: string | null }): Promise<SessionResult> {
-      const email = input.email.trim().toLowerCase();
-      if (!EMAIL.test(email)) throw new AppError('VALIDATION', 'email is not a valid address');
-      validatePassword(input.password);
-      const firstName = input.firstName.trim();
-      if (!firstName || firstName.length > 64) throw new AppError('VALIDATION', 'firstName must be 1 to 64 characters');
+      const { email, firstName, lastName } = validateProfile(input);
       const passwordHash = await crypto.hashPassword(input.password);
       return store.transaction(async (s) => {
         // Two first visits at once: exactly one becomes the superadmin.
         await s.tx`select pg_advisory_xact_lock(74820116)`;
         if ((await s.users.count()) > 0) throw new AppError('BAD_REQUEST', 'Admin account has already been set up');
-        const user = await s.users.insert({ email, passwordHash, firstName, lastName: (input.lastName ?? '').trim(), isSuperadmin: true });
+        const user = await s.users.insert({ email, passwordHash, firstName, lastName, isSuperadmin: true });
         await s.organizations.ensureDefault();
         await s.audit.append(s.tx, { actorType: 'user', actorId: user.id, eventType: 'admin-signup', ip: input.ip, metadata: { email } });
         return openSession(s, user, input.ip);
@@ -116,6 +140,31 @@ export async function usersDomain(deps: UsersDeps) {
       const state = await live.get(claims.sessionId, async () => (await store.users.liveSession(claims.sessionId)) ?? null);
       if (!state || state.expiresAt.getTime() <= Date.now()) throw new AppError('TOKEN_INVALID', 'Session ended; log in again');
       return { kind: 'user', userId: claims.userId, sessionId: claims.sessionId, superadmin: state.isSuperadmin };
+    },
+
+    /**
+     * The superadmin adds a person (who can then be given project roles); they log in
+     * with the password given here. Not a superadmin: there is only one.
+     */
+    async createUser(
+      actor: Actor | SystemActor,
+      input: { email: string; password: string; firstName: string; lastName?: string },
+      ip: string | null = null,
+    ): Promise<PublicUser> {
+      requireOrgAdmin(actor);
+      const { email, firstName, lastName } = validateProfile(input);
+      const passwordHash = await crypto.hashPassword(input.password);
+      return store.transaction(async (s) => {
+        if (await s.users.byEmail(email)) throw new AppError('BAD_REQUEST', 'A user with this email already exists');
+        const user = await s.users.insert({ email, passwordHash, firstName, lastName, isSuperadmin: false });
+        await s.audit.append(s.tx, { ...auditActor(actor), eventType: 'create-user', ip, metadata: { userId: user.id, email } });
+        return publicUser(user);
+      });
+    },
+
+    async listUsers(actor: Actor | SystemActor): Promise<PublicUser[]> {
+      requireOrgAdmin(actor);
+      return (await store.users.list()).map(publicUser);
     },
 
     checkCsrf: sessions.checkCsrf,

@@ -12,6 +12,14 @@ export function queryObject(q: URLSearchParams): Record<string, string> {
 
 export const queryBool = z.enum(['true', 'false']).transform((v) => v === 'true');
 
+/** A decimal integer in a query string or path segment, within [min, max]. */
+export const queryInt = (name: string, min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d{1,10}$/, `${name} must be an integer`)
+    .transform(Number)
+    .pipe(z.number().min(min, `${name} must be at least ${min}`).max(max, `${name} must be at most ${max}`));
+
 export function parse<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
   const r = schema.safeParse(input);
   if (r.success) return r.data;

@@ -32,6 +32,7 @@ t.test('every code maps to its contract status and name', async (t) => {
 t.test('storage failures by SQLSTATE', async (t) => {
   t.equal(toErrorBody(Object.assign(new Error('duplicate key value violates ... secret value'), { code: '23505' }), 'r').status, 409);
   t.equal(toErrorBody(Object.assign(new Error('x'), { code: '22P02' }), 'r').status, 400);
+  t.equal(toErrorBody(Object.assign(new Error('invalid byte sequence for encoding "UTF8": 0x00'), { code: '22021' }), 'r').status, 400, 'a NUL that reaches the database is bad input');
   t.equal(toErrorBody(Object.assign(new Error('x'), { code: 'ECONNREFUSED' }), 'r').status, 503);
   const leak = toErrorBody(Object.assign(new Error('duplicate key (value)=(hunter2)'), { code: '23505' }), 'r');
   t.notMatch(leak.body.message, /hunter2/, 'the driver message is never echoed');

@@ -61,3 +61,45 @@ t.test('two first visits at once: exactly one superadmin (embedded)', async (t) 
   );
   t.same(results.map((r) => r.status).sort(), [200, 400, 400]);
 });
+
+t.test('the superadmin adds people; nobody else can (embedded)', async (t) => {
+  const svc = await startTestService(t, await testEnv(t, 'embedded'));
+  const admin = await signupAdmin(svc.url);
+  const users = (token?: string, json?: unknown) =>
+    request(`${svc.url}/api/v1/users`, json === undefined ? { token } : { method: 'POST', token, json });
+  const pat = { email: 'Pat@Example.test', password: 'pat passphrase 123', firstName: 'Pat', lastName: 'Plain' };
+
+  const created = await users(admin.token, pat);
+  t.equal(created.status, 200);
+  t.match(created.body.user, { email: 'pat@example.test', firstName: 'Pat', lastName: 'Plain', superAdmin: false, id: /^[0-9a-f-]{36}$/ });
+  t.notOk('passwordHash' in created.body.user, 'no hash in the answer');
+  const dup = await users(admin.token, { ...pat, email: 'pat@example.TEST' });
+  t.equal(dup.status, 400);
+  t.equal(dup.body.message, 'A user with this email already exists');
+
+  const login = await request(`${svc.url}/api/v3/auth/login`, { method: 'POST', json: { email: pat.email, password: pat.password } });
+  t.equal(login.status, 200, 'the new person logs in with the password given');
+  t.equal(login.body.user.superAdmin, false);
+
+  const listed = await users(admin.token);
+  t.equal(listed.status, 200);
+  t.same(listed.body.users.map((u: { email: string }) => u.email), [ADMIN.email, 'pat@example.test']);
+  t.notMatch(JSON.stringify(listed.body), /argon2|passphrase/, 'no hashes, no passwords');
+
+  // Only the superadmin: a plain person gets 403, nobody gets in without a session.
+  t.equal((await users(login.body.token)).status, 403);
+  t.equal((await users(login.body.token, { ...pat, email: 'x@example.test' })).status, 403);
+  t.equal((await users(undefined)).status, 401);
+  // A browser session without the CSRF token is refused before anything is written.
+  const noCsrf = await request(`${svc.url}/api/v1/users`, { method: 'POST', headers: { cookie: admin.cookie }, json: { ...pat, email: 'y@example.test' } });
+  t.equal(noCsrf.status, 403);
+
+  for (const bad of [{}, { ...pat, email: 'not-an-address' }, { ...pat, password: 'short' }, { ...pat, firstName: '' }, { ...pat, email: 7 }, []]) {
+    const r = await users(admin.token, bad);
+    t.ok(r.status === 422, `refused: ${JSON.stringify(bad)} -> ${r.status}`);
+  }
+  t.equal((await users(admin.token)).body.users.length, 2, 'nothing written by refused requests');
+  const audit = await svc.services.store.sql<{ eventType: string; metadata: Record<string, unknown> }[]>`select event_type, metadata from audit_log where event_type = 'create-user'`;
+  t.equal(audit.length, 1, 'one create-user entry');
+  t.notMatch(JSON.stringify(audit), pat.password, 'the password never reaches the audit trail');
+});

@@ -7,7 +7,7 @@ import { auditDomain, AUDIT_MAX_LIMIT } from '../../domain/audit.js';
 import { normaliseSecretPath } from '../../domain/paths.js';
 import type { Router } from '../../http/types.js';
 import type { Services } from '../../services.js';
-import { parse, queryObject } from '../input.js';
+import { parse, queryInt as int, queryObject } from '../input.js';
 
 const date = (name: string) =>
   z
@@ -22,13 +22,6 @@ const date = (name: string) =>
       }
       return d;
     });
-
-const int = (name: string, min: number, max: number) =>
-  z
-    .string()
-    .regex(/^\d{1,10}$/, `${name} must be an integer`)
-    .transform(Number)
-    .pipe(z.number().min(min, `${name} must be at least ${min}`).max(max, `${name} must be at most ${max}`));
 
 const ACTOR_TYPES = { user: 'user', identity: 'identity', platform: 'system', system: 'system' } as const;
 

@@ -5,7 +5,7 @@ import { AppError } from '../../errors.js';
 import { parseJsonBody } from '../../http/body.js';
 import type { HttpRequest, Router } from '../../http/types.js';
 import type { Services } from '../../services.js';
-import type { SessionResult } from '../../domain/users.js';
+import type { PublicUser, SessionResult } from '../../domain/users.js';
 import { parse } from '../input.js';
 
 const str = (name: string, max: number) => z.string({ error: `${name} is required` }).max(max);
@@ -16,6 +16,17 @@ const signupBody = z.object({
   lastName: str('lastName', 64).optional(),
 });
 const loginBody = z.object({ email: str('email', 320), password: str('password', 256) });
+const createUserBody = signupBody;
+
+const userJson = (u: PublicUser) => ({
+  id: u.id,
+  email: u.email,
+  username: u.email,
+  firstName: u.firstName,
+  lastName: u.lastName,
+  superAdmin: u.superAdmin,
+  createdAt: u.createdAt.toISOString(),
+});
 
 function sessionReply(req: HttpRequest, svc: Services, s: SessionResult, extra: Record<string, unknown> = {}) {
   return {
@@ -59,5 +70,17 @@ export function registerUserRoutes(router: Router, svc: Services) {
     // again after a reload: the session cookie itself is HttpOnly.
     const csrfToken = actor.sessionId ? svc.users.csrfTokenFor(actor.sessionId) : undefined;
     return { body: { user: { id: u.id, email: u.email, firstName: u.firstName, lastName: u.lastName, superAdmin: u.isSuperadmin }, csrfToken } };
+  });
+
+  // People, for the superadmin: this service's own (Infisical invites by e-mail).
+  router.get('/api/v1/users', async (req) => {
+    const actor = await svc.auth.actor(req);
+    return { body: { users: (await svc.users.listUsers(actor)).map(userJson) } };
+  });
+
+  router.post('/api/v1/users', async (req) => {
+    const actor = await svc.auth.actor(req);
+    const b = parse(createUserBody, parseJsonBody(req));
+    return { body: { user: userJson(await svc.users.createUser(actor, b, req.remoteAddress || null)) } };
   });
 }

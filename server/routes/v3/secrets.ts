@@ -1,13 +1,19 @@
-// GET /api/v3/secrets/raw and /api/v3/secrets/raw/:secretName — the operator's reads.
+// The operator's reads: GET /api/v3/secrets/raw and /api/v3/secrets/raw/:secretName
+// (project by workspaceSlug or workspaceId), and their v4 mirrors GET /api/v4/secrets
+// and /api/v4/secrets/:secretName (project by projectId, as the newer CLI sends it).
 import { z } from 'zod';
 import type { Router } from '../../http/types.js';
 import type { Services } from '../../services.js';
+import type { ProjectRef } from '../../domain/access.js';
 import { parse, projectRef, queryBool, queryObject } from '../input.js';
+import { projectIdRef, ref } from '../writeInput.js';
 import { secretRaw } from '../shape.js';
 
 const scope = {
-  workspaceSlug: z.string().max(64).optional(),
-  workspaceId: z.string().max(64).optional(),
+  // `ref` refuses control characters (a NUL slug would otherwise reach the database).
+  workspaceSlug: ref,
+  workspaceId: ref,
+  projectId: ref,
   environment: z.string({ error: 'environment is required' }).min(1).max(64),
   secretPath: z.string().max(1024).optional(),
   expandSecretReferences: queryBool.optional(),
@@ -22,12 +28,14 @@ const getQuery = z.object({
   type: z.enum(['shared', 'personal']).optional(),
 });
 
-export function registerSecretReadRoutes(router: Router, svc: Services) {
-  router.get('/api/v3/secrets/raw', async (req) => {
+type Scope = { workspaceSlug?: string; workspaceId?: string; projectId?: string };
+
+function register(router: Router, svc: Services, paths: { list: string; one: string }, projectOf: (q: Scope) => ProjectRef) {
+  router.get(paths.list, async (req) => {
     const actor = await svc.auth.actor(req);
     const q = parse(listQuery, queryObject(req.query));
     const secrets = await svc.secrets.list(actor, {
-      project: projectRef(q),
+      project: projectOf(q),
       environment: q.environment,
       secretPath: q.secretPath,
       recursive: q.recursive,
@@ -38,11 +46,11 @@ export function registerSecretReadRoutes(router: Router, svc: Services) {
     return { body: { secrets: secrets.map(secretRaw), imports: [] } };
   });
 
-  router.get('/api/v3/secrets/raw/:secretName', async (req) => {
+  router.get(paths.one, async (req) => {
     const actor = await svc.auth.actor(req);
     const q = parse(getQuery, queryObject(req.query));
     const secret = await svc.secrets.get(actor, {
-      project: projectRef(q),
+      project: projectOf(q),
       environment: q.environment,
       secretPath: q.secretPath,
       secretName: req.params.secretName!,
@@ -53,4 +61,9 @@ export function registerSecretReadRoutes(router: Router, svc: Services) {
     });
     return { body: { secret: secretRaw(secret) } };
   });
+}
+
+export function registerSecretReadRoutes(router: Router, svc: Services) {
+  register(router, svc, { list: '/api/v3/secrets/raw', one: '/api/v3/secrets/raw/:secretName' }, projectRef);
+  register(router, svc, { list: '/api/v4/secrets', one: '/api/v4/secrets/:secretName' }, projectIdRef);
 }
