@@ -1,6 +1,7 @@
 // The running service: services wired to the HTTP front, listening.
 import type { Config } from './config.js';
 import { createHttpServer } from './http/app.js';
+import { loadStaticUi } from './http/static.js';
 import { registerStatusRoutes } from './routes/status.js';
 import { registerSecretWriteRoutes } from './routes/secretWrites.js';
 import { registerAuditRoutes } from './routes/v1/audit.js';
@@ -28,6 +29,7 @@ export async function startService(config: Config, log: Logger): Promise<Running
     const http = createHttpServer({
       maxBodyBytes: config.maxBodyBytes,
       logger: { error: (obj: Record<string, unknown>, msg: string) => log.error(`${msg} ${JSON.stringify(obj)}`) },
+      onNotFound: loadStaticUi()?.handler,
     });
     registerStatusRoutes(http.router, services);
     registerAuthRoutes(http.router, services);

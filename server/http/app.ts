@@ -237,12 +237,14 @@ function corkedWrite(): void {
   res.writeStatus(wStatus);
   if (wContentType !== undefined) res.writeHeader('Content-Type', wContentType);
   const security = wSecurity;
+  const extra = wExtra;
+  const ownCaching = extra !== undefined && setsCacheControl(extra);
   for (let i = 0; i < security.length; i++) {
     const h = security[i]!;
+    if (ownCaching && h[0].toLowerCase() === 'cache-control') continue;
     res.writeHeader(h[0], h[1]);
   }
   res.writeHeader('X-Request-Id', wReqId);
-  const extra = wExtra;
   if (extra !== undefined) {
     for (let i = 0; i < extra.length; i++) {
       const h = extra[i]!;
@@ -252,6 +254,15 @@ function corkedWrite(): void {
   // endWithoutBody() only without arguments: (undefined, false) leaves the response open.
   if (wBody === undefined) res.endWithoutBody();
   else res.end(wBody, wClose);
+}
+
+/**
+ * A handler may replace the default Cache-Control (the UI's hashed assets are immutable);
+ * the other security headers cannot be replaced.
+ */
+function setsCacheControl(headers: readonly (readonly [string, string])[]): boolean {
+  for (let i = 0; i < headers.length; i++) if (headers[i]![0].toLowerCase() === 'cache-control') return true;
+  return false;
 }
 
 function hasCrLf(s: string): boolean {
