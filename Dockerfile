@@ -31,16 +31,10 @@ COPY tsconfig.json ./
 COPY crypto ./crypto
 COPY server ./server
 COPY storage ./storage
+# The admin UI (Solid + Vite): `npm run build` also builds it into ui/dist, which the
+# server loads at start (server/http/static.ts) and serves on the same port.
+COPY ui ./ui
 RUN npm run build
-
-# UI (optional). The admin UI (`ui/`, Solid + Vite) is not in the repository yet.
-# `ui/dist` is created empty here so that the runtime stage's
-# `COPY --from=build /app/ui/dist ./ui/dist` always has a source; today it copies an
-# empty directory. When `ui/` lands, replace the next line with e.g.
-#   COPY ui ./ui
-#   RUN npm --prefix ui ci && npm --prefix ui run build
-# (the UI build writes ui/dist). Nothing else in this file has to change.
-RUN mkdir -p ui/dist
 
 # Drop devDependencies (tap, typescript, autocannon, @types/*) in place.
 RUN npm prune --omit=dev --no-audit --no-fund
@@ -68,7 +62,7 @@ COPY --from=build /app/dist ./dist
 # SQL migrations are read at run time from <package root>/storage/migrations
 # (storage/migrate.ts resolves ../../storage/migrations from dist/storage).
 COPY --from=build /app/storage/migrations ./storage/migrations
-# Built UI (empty until ui/ exists, see the build stage).
+# Built admin UI (ui/dist, made by `npm run build`).
 COPY --from=build /app/ui/dist ./ui/dist
 
 # Nothing here is secret. The embedded database (used only when DATABASE_URL is unset)

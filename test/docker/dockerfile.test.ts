@@ -121,13 +121,19 @@ t.test('stages: build and runtime on node:20-bookworm-slim', async (t) => {
   t.not(runtime.name, 'build');
 });
 
-t.test('build stage: npm ci, npm run build, prune dev dependencies, ui/dist always exists', async (t) => {
+t.test('build stage: npm ci, npm run build (server and UI), prune dev dependencies', async (t) => {
   const runs = ops(build, 'RUN').map((i) => i.args);
   const idx = (re: RegExp) => runs.findIndex((r) => re.test(r));
   t.ok(idx(/^npm ci\b/) >= 0, 'npm ci');
   t.ok(idx(/^npm run build$/) > idx(/^npm ci\b/), 'npm run build after npm ci');
   t.ok(idx(/^npm prune --omit=dev\b/) > idx(/^npm run build$/), 'npm prune --omit=dev after the build');
-  t.ok(idx(/^mkdir -p ui\/dist$/) >= 0, 'ui/dist created so the runtime COPY always has a source');
+  const copies = ops(build, 'COPY').map((i) => i.args);
+  const buildAt = build!.instructions.findIndex((i) => i.op === 'RUN' && /^npm run build$/.test(i.args));
+  const uiAt = build!.instructions.findIndex((i) => i.op === 'COPY' && /^ui \.\/ui$/.test(i.args));
+  t.ok(copies.includes('ui ./ui'), 'the UI sources are copied in');
+  t.ok(uiAt >= 0 && uiAt < buildAt, 'before npm run build, which builds ui/dist');
+  const pkg = JSON.parse(readRepo('package.json')) as { scripts: Record<string, string> };
+  t.match(pkg.scripts.build, /vite build --config ui\/vite\.config\.ts\b/, 'npm run build builds the UI');
   t.equal(ops(build, 'WORKDIR')[0]?.args, '/app');
 });
 
@@ -188,7 +194,7 @@ t.test('COPY --from=build: exactly the runtime files, each produced by the build
   const produced: Record<string, RegExp> = {
     dist: /^npm run build$/, // tsc outDir
     node_modules: /^npm ci\b/,
-    'ui/dist': /^mkdir -p ui\/dist$/, // optional UI build output (empty until ui/ exists)
+    'ui/dist': /^npm run build$/, // vite build of ui/ (package.json "build")
   };
   const buildRuns = ops(build, 'RUN').map((i) => i.args);
   const sources = ops(runtime, 'COPY').flatMap((i) => copyParts(i.args).sources);

@@ -1,0 +1,195 @@
+// The only place that talks to the service: same origin, session cookie (HttpOnly, set by
+// login/signup), CSRF token header on every state-changing request.
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  constructor(status: number, code: string, message: string) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+let csrfToken: string | undefined;
+let onUnauthorized: (() => void) | undefined;
+
+export function setCsrfToken(token: string | undefined): void {
+  csrfToken = token;
+}
+
+/** Called when an authenticated request answers 401 (session ended elsewhere). */
+export function setUnauthorizedHandler(fn: () => void): void {
+  onUnauthorized = fn;
+}
+
+export type Query = Record<string, string | number | boolean | undefined | null>;
+
+export function withQuery(path: string, query?: Query): string {
+  if (!query) return path;
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) {
+    if (v === undefined || v === null || v === '') continue;
+    q.set(k, String(v));
+  }
+  const s = q.toString();
+  return s ? `${path}?${s}` : path;
+}
+
+export async function api<T = unknown>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, opts: { body?: unknown; query?: Query; quiet401?: boolean } = {}): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (opts.body !== undefined) headers['content-type'] = 'application/json';
+  if (method !== 'GET' && csrfToken) headers['x-csrf-token'] = csrfToken;
+  let res: Response;
+  try {
+    res = await fetch(withQuery(path, opts.query), {
+      method,
+      headers,
+      credentials: 'same-origin',
+      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+    });
+  } catch {
+    throw new ApiError(0, 'NetworkError', 'Cannot reach the service. Check your connection and try again.');
+  }
+  const text = await res.text();
+  let data: unknown;
+  try {
+    data = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    data = undefined;
+  }
+  if (!res.ok) {
+    const body = (data ?? {}) as { message?: unknown; error?: unknown };
+    const message = typeof body.message === 'string' && body.message !== '' ? body.message : `Request failed (${res.status})`;
+    if (res.status === 401 && !opts.quiet401) onUnauthorized?.();
+    throw new ApiError(res.status, typeof body.error === 'string' ? body.error : 'Error', message);
+  }
+  return data as T;
+}
+
+export function errorText(err: unknown): string {
+  if (err instanceof ApiError) return err.message;
+  if (err instanceof Error) return err.message;
+  return 'Something went wrong';
+}
+
+// ---- shapes used by the screens ---------------------------------------------------------
+
+export interface User {
+  id: string;
+  email: string;
+  firstName: string;
+  lastName: string;
+  superAdmin: boolean;
+}
+/** A person as GET /api/v1/users lists them (superadmin only). */
+export interface Person {
+  id: string;
+  email: string;
+  username: string;
+  firstName: string;
+  lastName: string;
+  superAdmin: boolean;
+  createdAt: string;
+}
+
+export function personName(p: { firstName: string; lastName: string; email: string }): string {
+  return `${p.firstName} ${p.lastName}`.trim() || p.email;
+}
+
+export interface Environment {
+  id: string;
+  name: string;
+  slug: string;
+  position: number;
+}
+export interface Project {
+  id: string;
+  name: string;
+  slug: string;
+  environments: Environment[];
+  createdAt: string;
+  updatedAt: string;
+}
+export interface Folder {
+  id: string;
+  name: string;
+  path: string;
+  parentId: string | null;
+}
+export interface Secret {
+  id: string;
+  secretKey: string;
+  secretValue: string;
+  secretComment: string;
+  version: number;
+  secretPath: string;
+  createdAt: string;
+  updatedAt: string;
+}
+export interface SecretVersion {
+  id: string;
+  version: number;
+  secretKey: string;
+  secretValue: string;
+  secretComment: string;
+  createdAt: string;
+  actor: { type: string; id: string | null };
+}
+export interface Identity {
+  id: string;
+  name: string;
+  authMethods: string[];
+  createdAt: string;
+}
+export interface UniversalAuth {
+  clientId: string;
+  accessTokenTTL: number;
+  accessTokenMaxTTL: number;
+}
+export interface ClientSecretData {
+  id: string;
+  description: string;
+  clientSecretPrefix: string;
+  isClientSecretRevoked: boolean;
+  lastUsedAt: string | null;
+  createdAt: string;
+  numUses: number;
+}
+export interface IdentityMembership {
+  id: string;
+  identityId: string;
+  role: string;
+  identity: { id: string; name: string; authMethods: string[] };
+  createdAt: string;
+}
+export interface UserMembership {
+  id: string;
+  userId: string;
+  role: string;
+  user: { id: string; email: string; firstName: string; lastName: string };
+  createdAt: string;
+}
+export interface AuditLog {
+  id: string;
+  event: { type: string; metadata: Record<string, unknown> };
+  actor: { type: string; metadata: Record<string, unknown> };
+  projectId: string | null;
+  ipAddress: string | null;
+  createdAt: string;
+}
+export type AuditVerify = { ok: true; entries: number } | { ok: false; brokenAt: number; entries: number };
+
+export const ROLES = ['admin', 'member', 'viewer', 'no-access'] as const;
+
+/** As the service derives it (server/domain/projects.ts slugify), to show before saving. */
+export function slugify(name: string): string {
+  return name
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 64)
+    .replace(/-+$/, '');
+}
