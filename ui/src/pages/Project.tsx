@@ -615,9 +615,6 @@ function SettingsScreen(props: { project: Project; onSaved: (p: Project) => void
             <p>
               This permanently deletes <strong>{props.project.name}</strong> and every secret in it. It cannot be undone.
             </p>
-            <Show when={needsForce()}>
-              <p class="warn-text">The project still holds secrets: confirming again deletes them too.</p>
-            </Show>
           </>
         }
         typeToConfirm={props.project.slug}
@@ -647,9 +644,6 @@ function SettingsScreen(props: { project: Project; onSaved: (p: Project) => void
             <p>
               Delete the environment <strong>{removingEnv()?.name}</strong>?
             </p>
-            <Show when={removingEnv()?.force}>
-              <p class="warn-text">It still holds secrets or folders: confirming again deletes them too.</p>
-            </Show>
           </>
         }
         confirmLabel={removingEnv()?.force ? 'Delete environment and its secrets' : 'Delete environment'}
