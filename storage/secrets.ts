@@ -90,6 +90,12 @@ export function secretsStore(sql: Queryable) {
       return row!.n;
     },
 
+    /** Marks the secret as never changing; false when it already was. */
+    async markImmutable(id: string): Promise<boolean> {
+      const rows = await sql`update secrets set immutable = true where id = ${id} and not immutable returning id`;
+      return rows.length === 1;
+    },
+
     /** Versions of a secret, newest first. */
     async versions(secretId: string, page: { offset: number; limit: number }): Promise<SecretVersionRow[]> {
       return sql<SecretVersionRow[]>`select id, secret_id, folder_id, key, version, value_blob, comment_blob,
