@@ -10,6 +10,7 @@ import { auditActor, isUuid, type AccessControl, type Actor, type ProjectRef, ty
 import { topics } from './caches.js';
 import { dataKeyAad } from './keyring.js';
 import { normaliseSecretPath } from './paths.js';
+import { LONE_SURROGATE } from './secrets.js';
 
 export const DEFAULT_ENVIRONMENTS = [
   { name: 'Development', slug: 'dev' },
@@ -42,8 +43,9 @@ export type ProjectView = ProjectRow & { environments: EnvironmentRow[] };
 
 function validateName(raw: string, what: string): string {
   const name = raw.trim();
-  if (name.length < 1 || name.length > 64 || /[\u0000-\u001f\u007f]/.test(name)) {
-    throw new AppError('VALIDATION', `${what} must be 1 to 64 characters, without control characters`);
+  // A lone surrogate has no UTF-8 form: stored it would silently become U+FFFD.
+  if (name.length < 1 || name.length > 64 || /[\u0000-\u001f\u007f]/.test(name) || LONE_SURROGATE.test(name)) {
+    throw new AppError('VALIDATION', `${what} must be 1 to 64 characters of valid text, without control characters`);
   }
   return name;
 }

@@ -50,7 +50,7 @@ export function secretAad(
 const KEY_NAME = /^[^:/\s][^:/]{0,254}$/;
 
 /** A UTF-16 surrogate without its other half: no UTF-8 encoding exists for it. */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+export const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 export function validateSecretName(raw: string): string {
   const key = raw.trim();

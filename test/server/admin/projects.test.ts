@@ -332,6 +332,24 @@ for (const backend of BACKENDS) {
       t.same(events[3]!.metadata, { environmentId: qa.id, secretsDeleted: 1 });
     });
 
+    t.test('names: astral characters are kept, lone surrogates refused before anything is stored', async (t) => {
+      const p = await create({ projectName: 'Keys \u{1F511} vault' });
+      t.equal(p.name, 'Keys \u{1F511} vault', 'a surrogate pair is one character, stored unchanged');
+      t.equal(p.slug, 'keys-vault');
+      const renamed = await api(svc, 'PATCH', project(p.id), as, { name: 'Lock \u{1F512}' });
+      t.equal(renamed.body.project?.name, 'Lock \u{1F512}');
+      t.equal((await api(svc, 'GET', project(p.id), as)).body.project.name, 'Lock \u{1F512}');
+      const before = await rows(svc);
+      for (const bad of ['lone \ud800 high', 'lone \udc00 low', 'end\ud83d', '\udd11start', 'reversed \udd11\ud83d']) {
+        const made = await api(svc, 'POST', projects, as, { projectName: bad });
+        isError(t, made, 422, 'ValidationFailure', /valid text/);
+        isError(t, await api(svc, 'PATCH', project(p.id), as, { name: bad }), 422, 'ValidationFailure', /valid text/);
+        isError(t, await api(svc, 'POST', envs(p.id), as, { name: bad, slug: 'x' }), 422, 'ValidationFailure');
+      }
+      t.same(await rows(svc), before, 'nothing stored, renamed or audited');
+      t.equal((await api(svc, 'GET', project(p.id), as)).body.project.name, 'Lock \u{1F512}');
+    });
+
     t.test('permission boundaries for every operation', async (t) => {
       const P = await create({ projectName: 'guarded' });
       const Q = await create({ projectName: 'elsewhere' });
@@ -434,6 +452,7 @@ for (const backend of BACKENDS) {
         ['projectName of 65 characters', 'POST', projects, { projectName: 'n'.repeat(65) }, 422],
         ['projectName with a NUL', 'POST', projects, { projectName: 'nul\u0000name' }, 422],
         ['projectName with a newline', 'POST', projects, { projectName: 'two\nlines' }, 422],
+        ['projectName with a lone surrogate', 'POST', projects, { projectName: 'half \ud800' }, 422],
         ['projectName with nothing to derive a slug from', 'POST', projects, { projectName: '!!!' }, 422],
         ['upper-case slug', 'POST', projects, { projectName: 'x', slug: 'Bad' }, 422],
         ['slug with a space', 'POST', projects, { projectName: 'x', slug: 'bad slug' }, 422],
@@ -453,6 +472,7 @@ for (const backend of BACKENDS) {
         ['rename to blank', 'PATCH', project(p.id), { name: '' }, 422],
         ['rename to a number', 'PATCH', project(p.id), { name: 1 }, 422],
         ['rename with a NUL', 'PATCH', project(p.id), { name: 'a\u0000' }, 422],
+        ['rename with a lone surrogate', 'PATCH', project(p.id), { name: 'half \udfff' }, 422],
         ['rename oversized', 'PATCH', project(p.id), { name: long }, 422],
         ['re-slug upper-case', 'PATCH', project(p.id), { slug: 'UPPER' }, 422],
         ['re-slug to a path', 'PATCH', project(p.id), { slug: '../strict-other' }, 422],
