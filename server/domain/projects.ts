@@ -2,15 +2,17 @@
 import { randomUUID } from 'node:crypto';
 import type { Crypto } from '../../crypto/index.js';
 import type { CacheBus } from '../../storage/cache.js';
-import type { Store } from '../../storage/index.js';
+import type { Store, TxStores } from '../../storage/index.js';
 import type { EnvironmentRow, ProjectRecord, ProjectRow } from '../../storage/projects.js';
 import type { FolderRow } from '../../storage/folders.js';
+import type { SecretInventoryRow } from '../../storage/secrets.js';
 import { AppError } from '../errors.js';
 import { auditActor, isUuid, type AccessControl, type Actor, type ProjectRef, type SystemActor } from './access.js';
 import { topics } from './caches.js';
 import { dataKeyAad } from './keyring.js';
+import { MEMBERSHIP_EVENTS } from './memberships.js';
 import { normaliseSecretPath } from './paths.js';
-import { LONE_SURROGATE } from './secrets.js';
+import { IMMUTABLE_OVERRIDE, LONE_SURROGATE } from './secrets.js';
 
 export const DEFAULT_ENVIRONMENTS = [
   { name: 'Development', slug: 'dev' },
@@ -52,10 +54,52 @@ function validateName(raw: string, what: string): string {
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
-/** The force rule: deleting what holds secrets needs an explicit `force=true`. */
-function refuseUnlessForced(count: number, force: boolean | undefined, what: string) {
-  if (count > 0 && !force) {
-    throw new AppError('CONFLICT', `${what} holds ${plural(count, 'secret')}; pass force=true to delete it with them`);
+export interface ForceOptions {
+  force?: boolean;
+  /** Also needed when the secrets to delete include keys marked as never changing. */
+  overrideImmutable?: boolean;
+}
+
+/**
+ * The force rule: deleting what holds secrets needs an explicit `force=true`, and
+ * `overrideImmutable=true` as well when any of them must never change.
+ */
+function refuseUnlessForced(secrets: readonly SecretInventoryRow[], opts: ForceOptions, what: string) {
+  if (secrets.length > 0 && !opts.force) {
+    throw new AppError('CONFLICT', `${what} holds ${plural(secrets.length, 'secret')}; pass force=true to delete it with them`);
+  }
+  const protectedCount = secrets.filter((x) => x.immutable).length;
+  if (protectedCount > 0 && !opts.overrideImmutable) {
+    throw new AppError(
+      'CONFLICT',
+      `${what} holds ${plural(protectedCount, 'secret')} marked as never changing; pass overrideImmutable=true as well to delete ${protectedCount === 1 ? 'it' : 'them'}`,
+    );
+  }
+}
+
+/**
+ * One `delete-secret` entry per secret a cascading delete removes (name, path,
+ * environment, version; never a value), in the delete's transaction.
+ */
+async function auditCascade(
+  s: TxStores,
+  actor: Actor | SystemActor,
+  projectId: string,
+  slugOf: (environmentId: string) => string,
+  secrets: readonly SecretInventoryRow[],
+  cascade: 'delete-project' | 'delete-environment' | 'delete-folder',
+) {
+  for (const x of secrets) {
+    await s.audit.append(s.tx, {
+      ...auditActor(actor),
+      eventType: 'delete-secret',
+      projectId,
+      environment: slugOf(x.environmentId),
+      secretPath: x.folderPath,
+      secretKey: x.key,
+      secretVersion: x.version,
+      metadata: { cascade, ...(x.immutable ? IMMUTABLE_OVERRIDE : {}) },
+    });
   }
 }
 
@@ -155,21 +199,37 @@ export function projectsDomain(deps: ProjectsDeps) {
       return (await store.projects.byId(project.id))!;
     },
 
-    /** Deletes the project with everything in it; refused while it holds secrets unless forced. */
-    async remove(actor: Actor | SystemActor, ref: ProjectRef, opts: { force?: boolean } = {}): Promise<ProjectRecord> {
+    /**
+     * Deletes the project with everything in it; refused while it holds secrets unless
+     * forced. Every secret and membership it takes along gets its own audit entry.
+     */
+    async remove(actor: Actor | SystemActor, ref: ProjectRef, opts: ForceOptions = {}): Promise<ProjectRecord> {
       const { project } = await access.authorize(actor, ref, 'project:admin');
       await store.transaction(async (s) => {
         if (!(await s.projects.lockForUpdate(project.id))) throw new AppError('NOT_FOUND', `Project with ID '${project.id}' not found`);
         const fresh = (await s.projects.byId(project.id))!;
         const folders = await s.folders.lockEnvironments(fresh.environments.map((e) => e.id));
-        const n = await s.secrets.countInFolders(folders);
-        refuseUnlessForced(n, opts.force, `Project '${project.slug}'`);
+        const secrets = await s.secrets.inventoryOfFolders(folders);
+        refuseUnlessForced(secrets, opts, `Project '${project.slug}'`);
+        // Read before the cascade removes them; the project lock keeps new ones out meanwhile.
+        const members = [...(await s.memberships.list(project.id, 'identity')), ...(await s.memberships.list(project.id, 'user'))];
         await s.projects.remove(project.id);
+        const slugs = new Map(fresh.environments.map((e) => [e.id, e.slug]));
+        await auditCascade(s, actor, project.id, (id) => slugs.get(id)!, secrets, 'delete-project');
+        for (const m of members) {
+          const kind = m.identityId ? 'identity' : 'user';
+          await s.audit.append(s.tx, {
+            ...auditActor(actor),
+            eventType: MEMBERSHIP_EVENTS[kind].remove,
+            projectId: project.id,
+            metadata: { [`${kind}Id`]: (m.identityId ?? m.userId)!, role: m.role, cascade: 'delete-project' },
+          });
+        }
         await s.audit.append(s.tx, {
           ...auditActor(actor),
           eventType: 'delete-project',
           projectId: project.id,
-          metadata: { slug: project.slug, name: project.name, secretsDeleted: n },
+          metadata: { slug: project.slug, name: project.name, secretsDeleted: secrets.length, membershipsDeleted: members.length },
         });
       });
       await bus.publish(topics.project, project.id);
@@ -231,20 +291,24 @@ export function projectsDomain(deps: ProjectsDeps) {
       return updated;
     },
 
-    async removeEnvironment(actor: Actor | SystemActor, ref: ProjectRef, envId: string, opts: { force?: boolean } = {}): Promise<EnvironmentRow> {
+    async removeEnvironment(actor: Actor | SystemActor, ref: ProjectRef, envId: string, opts: ForceOptions = {}): Promise<EnvironmentRow> {
       const { project } = await access.authorize(actor, ref, 'project:admin');
       const env = environmentOf(project, envId);
       await store.transaction(async (s) => {
         if (!(await s.projects.lockForUpdate(project.id))) throw new AppError('NOT_FOUND', `Project with ID '${project.id}' not found`);
-        const n = await s.secrets.countInFolders(await s.folders.lockEnvironments([env.id]));
-        refuseUnlessForced(n, opts.force, `Environment '${env.slug}'`);
-        if (!(await s.projects.removeEnvironment(env.id))) throw new AppError('NOT_FOUND', `Environment with ID '${envId}' in project '${project.slug}' not found`);
+        // The slug as locked, not as cached: the audit names what was deleted.
+        const current = (await s.projects.byId(project.id))!.environments.find((e) => e.id === env.id);
+        if (!current) throw new AppError('NOT_FOUND', `Environment with ID '${envId}' in project '${project.slug}' not found`);
+        const secrets = await s.secrets.inventoryOfFolders(await s.folders.lockEnvironments([env.id]));
+        refuseUnlessForced(secrets, opts, `Environment '${current.slug}'`);
+        await s.projects.removeEnvironment(env.id);
+        await auditCascade(s, actor, project.id, () => current.slug, secrets, 'delete-environment');
         await s.audit.append(s.tx, {
           ...auditActor(actor),
           eventType: 'delete-environment',
           projectId: project.id,
-          environment: env.slug,
-          metadata: { environmentId: env.id, secretsDeleted: n },
+          environment: current.slug,
+          metadata: { environmentId: env.id, secretsDeleted: secrets.length },
         });
       });
       await bus.publish(topics.project, project.id);
@@ -268,7 +332,7 @@ export function projectsDomain(deps: ProjectsDeps) {
      */
     async deleteFolder(
       actor: Actor | SystemActor,
-      input: { project: ProjectRef; environment: string; path?: string; folder: string; force?: boolean },
+      input: { project: ProjectRef; environment: string; path?: string; folder: string } & ForceOptions,
     ): Promise<FolderRow> {
       const { project } = await access.authorize(actor, input.project, 'secrets:write');
       const env = access.environment(project, input.environment);
@@ -284,16 +348,17 @@ export function projectsDomain(deps: ProjectsDeps) {
         if (!target) throw notFound();
         const locked = await s.folders.lockSubtree(env.id, target.path);
         if (!locked.includes(target.id)) throw notFound();
-        const n = await s.secrets.countInFolders(locked);
-        refuseUnlessForced(n, input.force, `Folder '${target.path}'`);
+        const secrets = await s.secrets.inventoryOfFolders(locked);
+        refuseUnlessForced(secrets, input, `Folder '${target.path}'`);
         await s.folders.remove(target.id);
+        await auditCascade(s, actor, project.id, () => env.slug, secrets, 'delete-folder');
         await s.audit.append(s.tx, {
           ...auditActor(actor),
           eventType: 'delete-folder',
           projectId: project.id,
           environment: env.slug,
           secretPath: target.path,
-          metadata: { folderId: target.id, secretsDeleted: n },
+          metadata: { folderId: target.id, secretsDeleted: secrets.length },
         });
         return target;
       });

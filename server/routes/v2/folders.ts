@@ -17,7 +17,7 @@ const scope = {
 
 const createBody = z.object({ ...scope, name: z.string({ error: 'name is required' }).min(1).max(64) });
 const listQuery = z.object(scope);
-const deleteInput = z.object({ ...scope, force: boolish.optional() });
+const deleteInput = z.object({ ...scope, force: boolish.optional(), overrideImmutable: boolish.optional() });
 
 export function registerFolderRoutes(router: Router, svc: Services) {
   router.post('/api/v2/folders', async (req) => {
@@ -50,6 +50,7 @@ export function registerFolderRoutes(router: Router, svc: Services) {
       path: b.path ?? b.directory,
       folder: req.params.folderIdOrName!,
       force: b.force,
+      overrideImmutable: b.overrideImmutable,
     });
     return { body: { folder: { id: folder.id, name: folder.name, path: folder.path, parentId: folder.parentId } } };
   });

@@ -1,6 +1,8 @@
 // Folders over HTTP: members (and admins) create and delete folders, viewers list them;
-// a delete that would take secrets with it needs force=true; a folder name is one path
-// segment and a path never climbs out of the environment; bad input changes nothing.
+// a delete that would take secrets with it needs force=true (and overrideImmutable=true
+// for keys that must never change) and audits every secret it removes; a folder name is
+// one path segment and a path never climbs out of the environment; bad input changes
+// nothing.
 import t from 'tap';
 import { SYSTEM } from '../../../server/domain/access.js';
 import { request } from '../../helpers/http.js';
@@ -45,6 +47,10 @@ for (const backend of BACKENDS) {
       svc.services.secrets.create(SYSTEM, { project: { id: projectId }, environment, secretPath, key, value: `value of ${key}` });
     const folder = (name: string, path = '/', environment = 'dev', projectId = P) =>
       svc.services.projects.createFolder(SYSTEM, { project: { id: projectId }, environment, parentPath: path, name });
+    const deleteSecretEvents = (secretPathPrefix: string) =>
+      sql<{ environment: string; secretPath: string; secretKey: string; secretVersion: number; metadata: any }[]>`
+        select environment, secret_path, secret_key, secret_version, metadata from audit_log
+        where project_id = ${P} and event_type = 'delete-secret' and starts_with(secret_path, ${secretPathPrefix}) order by id`;
 
     t.test('create, list and delete folders: exact shapes', async (t) => {
       const root = await rootOf(P, 'dev');
@@ -135,6 +141,10 @@ for (const backend of BACKENDS) {
       t.same((await read(reader.token, 'staging', '/')).body.secrets.map((s: any) => s.secretKey), ['ROOT_STAYS'], 'nothing outside the subtree');
       const [audit] = await sql`select metadata from audit_log where project_id = ${P} and event_type = 'delete-folder' and secret_path = '/svc'`;
       t.same(audit?.metadata, { folderId: r.body.folder.id, secretsDeleted: 2 });
+      t.same((await deleteSecretEvents('/svc')).map((e) => [e.environment, e.secretPath, e.secretKey, e.secretVersion, e.metadata]), [
+        ['staging', '/svc/inner', 'INNER', 1, { cascade: 'delete-folder' }],
+        ['staging', '/svc/inner/deeper', 'DEEPER', 1, { cascade: 'delete-folder' }],
+      ], 'one delete-secret entry per secret removed: name, path, environment, version');
 
       await folder('quoted', '/', 'staging');
       await secret('staging', '/quoted', 'Q');
@@ -146,6 +156,35 @@ for (const backend of BACKENDS) {
       await secret('staging', '/ab', 'AB');
       t.equal((await api(svc, 'DELETE', `${FOLDERS}/a`, as, scope)).status, 200, '/a is empty: no force needed');
       t.same((await read(reader.token, 'staging', '/ab')).body.secrets.map((s: any) => s.secretKey), ['AB']);
+    });
+
+    t.test('a forced delete of keys that must never change also needs overrideImmutable=true', async (t) => {
+      await folder('pinned', '/', 'staging');
+      await folder('inside', '/pinned', 'staging');
+      await secret('staging', '/pinned', 'PLAIN');
+      await svc.services.secrets.create(SYSTEM, { project: { id: P }, environment: 'staging', secretPath: '/pinned/inside', key: 'SIGNING_KEY', value: 'never changes', immutable: true });
+      await svc.services.secrets.update(SYSTEM, { project: { id: P }, environment: 'staging', secretPath: '/pinned/inside', key: 'SIGNING_KEY', comment: 'v2' });
+      const scope = { projectId: P, environment: 'staging', path: '/' };
+      const before = await rows(svc);
+      isError(t, await api(svc, 'DELETE', `${FOLDERS}/pinned`, as, scope), 409, 'Conflict', /holds 2 secrets; pass force=true/);
+      for (const extra of [{}, { overrideImmutable: false }]) {
+        const r = await api(svc, 'DELETE', `${FOLDERS}/pinned`, as, { ...scope, force: true, ...extra });
+        isError(t, r, 409, 'Conflict', "Folder '/pinned' holds 1 secret marked as never changing; pass overrideImmutable=true as well to delete it");
+        t.notMatch(r.body.message, /SIGNING_KEY|never changes/, 'a count, neither names nor values');
+      }
+      isError(t, await api(svc, 'DELETE', `${FOLDERS}/pinned`, as, { ...scope, overrideImmutable: true }), 409, 'Conflict', /pass force=true/);
+      isError(t, await api(svc, 'DELETE', `${FOLDERS}/pinned`, as, { ...scope, force: true, overrideImmutable: 'maybe' }), 422, 'ValidationFailure');
+      t.same(await rows(svc), before, 'nothing deleted');
+
+      const r = await api(svc, 'DELETE', `${FOLDERS}/pinned?${qs({ ...scope, force: 'true', overrideImmutable: 'true' })}`, as);
+      t.equal(r.status, 200, JSON.stringify(r.body));
+      t.equal((await rows(svc)).secrets, (before.secrets as number) - 2);
+      t.same((await deleteSecretEvents('/pinned')).map((e) => [e.secretPath, e.secretKey, e.secretVersion, e.metadata]), [
+        ['/pinned', 'PLAIN', 1, { cascade: 'delete-folder' }],
+        ['/pinned/inside', 'SIGNING_KEY', 2, { cascade: 'delete-folder', immutableOverride: true }],
+      ], 'the override is on record for the protected key');
+      const [trail] = await sql`select string_agg(metadata::text || coalesce(secret_key, ''), ' ') as entries from audit_log where project_id = ${P}`;
+      t.notOk(trail!.entries.includes('never changes'), 'no value in the audit trail');
     });
 
     t.test('racing creates and deletes of the same folder: one wins, no 500', async (t) => {
