@@ -52,6 +52,20 @@ function validateName(raw: string, what: string): string {
   return name;
 }
 
+/**
+ * A folder's name is stored as given and its path built from it, so it must already be
+ * one normalised segment: "x/" would normalise to "/x" but be stored as "/x/".
+ */
+function validateFolderName(name: string): string {
+  if (name === '' || name.includes('/') || normaliseSecretPath(`/${name}`) !== `/${name}`) {
+    throw new AppError('VALIDATION', 'Folder name must be a single path segment (letters, digits, _ . - only)');
+  }
+  return name;
+}
+
+/** The longest path normaliseSecretPath accepts: a folder moved beyond it could not be named. */
+const MAX_PATH_LENGTH = 1024;
+
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 export interface ForceOptions {
@@ -118,6 +132,42 @@ function environmentOf(project: ProjectRecord, envId: string): EnvironmentRow {
   const env = isUuid(envId) ? project.environments.find((e) => e.id === envId.toLowerCase()) : undefined;
   if (!env) throw new AppError('NOT_FOUND', `Environment with ID '${envId}' in project '${project.slug}' not found`);
   return env;
+}
+
+/** A folder as the folder routes answer it. */
+export interface FolderView {
+  id: string;
+  name: string;
+  path: string;
+  parentId: string | null;
+  environmentId: string;
+}
+
+const folderView = (f: FolderRow): FolderView => ({ id: f.id, name: f.name, path: f.path, parentId: f.parentId, environmentId: f.environmentId });
+
+/**
+ * The direct sub-folder of `parentPath` named by id or name, with its whole subtree
+ * locked (FOR UPDATE) for the rest of the transaction: nothing is added below it, and no
+ * secret written into it, until the caller's change commits.
+ */
+async function childOf(s: TxStores, env: EnvironmentRow, parentPath: string, idOrName: string) {
+  const notFound = () => new AppError('NOT_FOUND', `Folder '${idOrName}' in '${parentPath}' of environment '${env.slug}' not found`);
+  const parent = await s.folders.byPath(env.id, parentPath);
+  if (!parent) throw new AppError('SECRET_PATH_NOT_FOUND', `Folder with path '${parentPath}' in environment '${env.slug}' not found`);
+  const children = await s.folders.children(parent.id);
+  const folder = isUuid(idOrName) ? children.find((f) => f.id === idOrName.toLowerCase()) : children.find((f) => f.name === idOrName);
+  if (!folder) throw notFound();
+  let subtree = await s.folders.lockSubtree(env.id, folder.path);
+  // Renamed or deleted between the look-up and the lock.
+  if (!subtree.includes(folder.id)) throw notFound();
+  // A sub-folder whose create committed while we waited for the lock is not in that
+  // statement's snapshot: lock again until nothing new appears.
+  for (;;) {
+    const again = await s.folders.lockSubtree(env.id, folder.path);
+    if (again.length === subtree.length) break;
+    subtree = again;
+  }
+  return { folder, subtree };
 }
 
 export interface ProjectsDeps {
@@ -337,18 +387,9 @@ export function projectsDomain(deps: ProjectsDeps) {
       const { project } = await access.authorize(actor, input.project, 'secrets:write');
       const env = access.environment(project, input.environment);
       const parentPath = normaliseSecretPath(input.path);
-      const notFound = () => new AppError('NOT_FOUND', `Folder '${input.folder}' in '${parentPath}' of environment '${env.slug}' not found`);
       const removed = await store.transaction(async (s) => {
-        const parent = await s.folders.byPath(env.id, parentPath);
-        if (!parent) throw new AppError('SECRET_PATH_NOT_FOUND', `Folder with path '${parentPath}' in environment '${env.slug}' not found`);
-        const children = await s.folders.children(parent.id);
-        const target = isUuid(input.folder)
-          ? children.find((f) => f.id === input.folder.toLowerCase())
-          : children.find((f) => f.name === input.folder);
-        if (!target) throw notFound();
-        const locked = await s.folders.lockSubtree(env.id, target.path);
-        if (!locked.includes(target.id)) throw notFound();
-        const secrets = await s.secrets.inventoryOfFolders(locked);
+        const { folder: target, subtree } = await childOf(s, env, parentPath, input.folder);
+        const secrets = await s.secrets.inventoryOfFolders(subtree);
         refuseUnlessForced(secrets, input, `Folder '${target.path}'`);
         await s.folders.remove(target.id);
         await auditCascade(s, actor, project.id, () => env.slug, secrets, 'delete-folder');
@@ -370,22 +411,19 @@ export function projectsDomain(deps: ProjectsDeps) {
     async createFolder(
       actor: Actor | SystemActor,
       input: { project: ProjectRef; environment: string; parentPath?: string; name: string },
-    ): Promise<{ id: string; name: string; path: string; parentId: string | null; environmentId: string }> {
+    ): Promise<FolderView> {
       const { project } = await access.authorize(actor, input.project, 'secrets:write');
       const env = access.environment(project, input.environment);
       const parentPath = normaliseSecretPath(input.parentPath);
-      // The name is stored as given and the path built from it, so it must already be one
-      // normalised segment: "x/" would normalise to "/x" here but be stored as "/x/".
-      if (input.name === '' || input.name.includes('/') || normaliseSecretPath(`/${input.name}`) !== `/${input.name}`) {
-        throw new AppError('VALIDATION', 'Folder name must be a single path segment (letters, digits, _ . - only)');
-      }
-      const path = parentPath === '/' ? `/${input.name}` : `${parentPath}/${input.name}`;
+      const name = validateFolderName(input.name);
+      const path = parentPath === '/' ? `/${name}` : `${parentPath}/${name}`;
       normaliseSecretPath(path); // the depth limit
       const folder = await store.transaction(async (s) => {
-        const parent = await s.folders.byPath(env.id, parentPath);
+        // Held: a rename or delete of the parent waits for this create, or it for them.
+        const parent = await s.folders.byPathForWrite(env.id, parentPath);
         if (!parent) throw new AppError('SECRET_PATH_NOT_FOUND', `Folder with path '${parentPath}' in environment '${env.slug}' not found`);
         if (await s.folders.byPath(env.id, path)) throw new AppError('BAD_REQUEST', `Folder '${path}' already exists`);
-        const f = await s.folders.insert({ environmentId: env.id, parentId: parent.id, parentPath, name: input.name });
+        const f = await s.folders.insert({ environmentId: env.id, parentId: parent.id, parentPath, name });
         await s.audit.append(s.tx, {
           ...auditActor(actor),
           eventType: 'create-folder',
@@ -396,7 +434,49 @@ export function projectsDomain(deps: ProjectsDeps) {
         return f;
       }).catch(takenMeanwhile(`Folder '${path}' already exists`));
       await bus.publish(topics.environment, env.id);
-      return { id: folder.id, name: folder.name, path: folder.path, parentId: folder.parentId, environmentId: folder.environmentId };
+      return folderView(folder);
+    },
+
+    /**
+     * Renames the sub-folder of `path` named by id or name; every folder below it moves
+     * to the new prefix. Sealed values are bound to folder ids, not paths, so nothing is
+     * re-encrypted; reads of the old paths answer 404 from the next request on.
+     */
+    async renameFolder(
+      actor: Actor | SystemActor,
+      input: { project: ProjectRef; environment: string; path?: string; folder: string; name: string },
+    ): Promise<FolderView> {
+      const { project } = await access.authorize(actor, input.project, 'secrets:write');
+      const env = access.environment(project, input.environment);
+      const parentPath = normaliseSecretPath(input.path);
+      const name = validateFolderName(input.name);
+      const newPath = parentPath === '/' ? `/${name}` : `${parentPath}/${name}`;
+      const { folder, renamed } = await store.transaction(async (s) => {
+        const root = await s.folders.byPath(env.id, '/');
+        if (root && isUuid(input.folder) && input.folder.toLowerCase() === root.id) {
+          throw new AppError('BAD_REQUEST', 'The root folder cannot be renamed');
+        }
+        const { folder: target } = await childOf(s, env, parentPath, input.folder);
+        if (target.name === name) return { folder: target, renamed: false };
+        if (await s.folders.byPath(env.id, newPath)) throw new AppError('BAD_REQUEST', `Folder '${newPath}' already exists`);
+        // Every folder that moves must still be nameable by a path afterwards.
+        const longest = Math.max(...(await s.folders.subtree(env.id, target.path)).map((f) => f.path.length));
+        if (longest - target.path.length + newPath.length > MAX_PATH_LENGTH) {
+          throw new AppError('VALIDATION', `Renamed, a folder below '${target.path}' would have a path longer than ${MAX_PATH_LENGTH} characters`);
+        }
+        const moved = await s.folders.renameSubtree(env.id, { id: target.id, name, oldPath: target.path, newPath });
+        await s.audit.append(s.tx, {
+          ...auditActor(actor),
+          eventType: 'update-folder',
+          projectId: project.id,
+          environment: env.slug,
+          secretPath: newPath,
+          metadata: { folderId: target.id, oldPath: target.path, newPath, foldersMoved: moved.length },
+        });
+        return { folder: moved.find((f) => f.id === target.id)!, renamed: true };
+      }).catch(takenMeanwhile(`Folder '${newPath}' already exists`));
+      if (renamed) await bus.publish(topics.environment, env.id);
+      return folderView(folder);
     },
   };
 }

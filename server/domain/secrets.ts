@@ -135,9 +135,9 @@ export function secretsDomain(deps: SecretsDeps) {
     return { valueBlob: valueBlob!, commentBlob: commentBlob ?? null };
   }
 
-  /** The folder at `path`, looked up inside the write's transaction. */
+  /** The folder at `path`, looked up (and held against a rename or delete) inside the write's transaction. */
   async function folderIn(s: Pick<Store, 'folders'>, env: EnvironmentRow, path: string) {
-    const folder = await s.folders.byPath(env.id, path);
+    const folder = await s.folders.byPathForWrite(env.id, path);
     if (!folder) throw new AppError('SECRET_PATH_NOT_FOUND', `Folder with path '${path}' in environment '${env.slug}' not found`);
     return folder;
   }
