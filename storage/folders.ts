@@ -19,6 +19,18 @@ export function foldersStore(sql: Queryable) {
       return row;
     },
 
+    /**
+     * As byPath, inside a write's transaction: the row is held (FOR KEY SHARE, which
+     * concurrent writers share) so a rename or delete of the folder waits for the write,
+     * and a write that waited for one finds the folder gone from `path` instead of
+     * writing under a path that no longer exists.
+     */
+    async byPathForWrite(environmentId: string, path: string): Promise<FolderRow | undefined> {
+      const [row] = await sql<FolderRow[]>`select id, environment_id, parent_id, name, path, version
+        from folders where environment_id = ${environmentId} and path = ${path} for key share`;
+      return row;
+    },
+
     /** The folder at `path` and every folder below it, parents first. */
     async subtree(environmentId: string, path: string): Promise<FolderRow[]> {
       const prefix = path === '/' ? '/' : `${path}/`;
@@ -74,6 +86,21 @@ export function foldersStore(sql: Queryable) {
         values (${id}, ${f.environmentId}, ${f.parentId}, ${f.name}, ${path})
         returning id, environment_id, parent_id, name, path, version`;
       return row!;
+    },
+
+    /**
+     * Renames the folder at `oldPath` to `name` and moves every folder below it to the
+     * new prefix, in one statement; their versions are bumped so cached snapshots of the
+     * old paths are stale. Secrets are bound to folder ids, not paths: none is rewritten.
+     */
+    async renameSubtree(environmentId: string, r: { id: string; name: string; oldPath: string; newPath: string }): Promise<FolderRow[]> {
+      const prefix = `${r.oldPath}/`;
+      return sql<FolderRow[]>`update folders
+        set name = case when id = ${r.id} then ${r.name} else name end,
+          path = ${r.newPath} || substr(path, ${r.oldPath.length + 1}::int),
+          version = version + 1, updated_at = now()
+        where environment_id = ${environmentId} and (path = ${r.oldPath} or starts_with(path, ${prefix}))
+        returning id, environment_id, parent_id, name, path, version`;
     },
 
     /** Called in the transaction of every change to the folder's secrets. */

@@ -28,6 +28,17 @@ export interface SecretVersionRow {
   createdAt: Date;
 }
 
+/** A secret as a cascading delete reports it: where it was and which version; no blob. */
+export interface SecretInventoryRow {
+  id: string;
+  key: string;
+  version: number;
+  immutable: boolean;
+  folderId: string;
+  folderPath: string;
+  environmentId: string;
+}
+
 /** Where a secret lives, for routes that name it by id only. */
 export interface SecretLocation {
   id: string;
@@ -83,11 +94,19 @@ export function secretsStore(sql: Queryable) {
       return row;
     },
 
-    async countInFolders(folderIds: readonly string[]): Promise<number> {
-      if (folderIds.length === 0) return 0;
-      const [row] = await sql<{ n: number }[]>`select count(*)::int as n from secrets
-        where folder_id = any(${sql.array(folderIds as string[])}::uuid[])`;
-      return row!.n;
+    /** Names, versions and places (never blobs) of every secret in the folders, by environment, path and name. */
+    async inventoryOfFolders(folderIds: readonly string[]): Promise<SecretInventoryRow[]> {
+      if (folderIds.length === 0) return [];
+      return sql<SecretInventoryRow[]>`select s.id, s.key, s.version, s.immutable, s.folder_id, f.path as folder_path, f.environment_id
+        from secrets s join folders f on f.id = s.folder_id join environments e on e.id = f.environment_id
+        where s.folder_id = any(${sql.array(folderIds as string[])}::uuid[])
+        order by e.position, e.id, f.path, s.key`;
+    },
+
+    /** Marks the secret as never changing; false when it already was. */
+    async markImmutable(id: string): Promise<boolean> {
+      const rows = await sql`update secrets set immutable = true where id = ${id} and not immutable returning id`;
+      return rows.length === 1;
     },
 
     /** Versions of a secret, newest first. */

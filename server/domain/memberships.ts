@@ -22,7 +22,7 @@ export interface MemberRef {
 }
 
 // Infisical's event names where it has them.
-const EVENTS = {
+export const MEMBERSHIP_EVENTS = {
   identity: { add: 'add-identity-to-project', update: 'update-identity-project-membership', remove: 'remove-identity-from-project' },
   user: { add: 'add-workspace-member', update: 'update-user-workspace-role', remove: 'remove-workspace-member' },
 } as const;
@@ -76,7 +76,7 @@ export function membershipsDomain(deps: MembershipsDeps) {
         await s.memberships.insert(project.id, member.kind, id, role);
         await s.audit.append(s.tx, {
           ...auditActor(actor),
-          eventType: EVENTS[member.kind].add,
+          eventType: MEMBERSHIP_EVENTS[member.kind].add,
           projectId: project.id,
           ip: ctx.ip,
           metadata: { [`${member.kind}Id`]: id, role },
@@ -109,7 +109,7 @@ export function membershipsDomain(deps: MembershipsDeps) {
         await s.memberships.updateRole(project.id, member.kind, id, role);
         await s.audit.append(s.tx, {
           ...auditActor(actor),
-          eventType: EVENTS[member.kind].update,
+          eventType: MEMBERSHIP_EVENTS[member.kind].update,
           projectId: project.id,
           ip: ctx.ip,
           metadata: { [`${member.kind}Id`]: id, role, previousRole: before.role },
@@ -129,7 +129,7 @@ export function membershipsDomain(deps: MembershipsDeps) {
         await s.memberships.delete(project.id, member.kind, id);
         await s.audit.append(s.tx, {
           ...auditActor(actor),
-          eventType: EVENTS[member.kind].remove,
+          eventType: MEMBERSHIP_EVENTS[member.kind].remove,
           projectId: project.id,
           ip: ctx.ip,
           metadata: { [`${member.kind}Id`]: id, role: before.role },

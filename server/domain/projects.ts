@@ -2,14 +2,17 @@
 import { randomUUID } from 'node:crypto';
 import type { Crypto } from '../../crypto/index.js';
 import type { CacheBus } from '../../storage/cache.js';
-import type { Store } from '../../storage/index.js';
+import type { Store, TxStores } from '../../storage/index.js';
 import type { EnvironmentRow, ProjectRecord, ProjectRow } from '../../storage/projects.js';
 import type { FolderRow } from '../../storage/folders.js';
+import type { SecretInventoryRow } from '../../storage/secrets.js';
 import { AppError } from '../errors.js';
 import { auditActor, isUuid, type AccessControl, type Actor, type ProjectRef, type SystemActor } from './access.js';
 import { topics } from './caches.js';
 import { dataKeyAad } from './keyring.js';
+import { MEMBERSHIP_EVENTS } from './memberships.js';
 import { normaliseSecretPath } from './paths.js';
+import { IMMUTABLE_OVERRIDE, LONE_SURROGATE } from './secrets.js';
 
 export const DEFAULT_ENVIRONMENTS = [
   { name: 'Development', slug: 'dev' },
@@ -42,18 +45,75 @@ export type ProjectView = ProjectRow & { environments: EnvironmentRow[] };
 
 function validateName(raw: string, what: string): string {
   const name = raw.trim();
-  if (name.length < 1 || name.length > 64 || /[\u0000-\u001f\u007f]/.test(name)) {
-    throw new AppError('VALIDATION', `${what} must be 1 to 64 characters, without control characters`);
+  // A lone surrogate has no UTF-8 form: stored it would silently become U+FFFD.
+  if (name.length < 1 || name.length > 64 || /[\u0000-\u001f\u007f]/.test(name) || LONE_SURROGATE.test(name)) {
+    throw new AppError('VALIDATION', `${what} must be 1 to 64 characters of valid text, without control characters`);
   }
   return name;
 }
 
+/**
+ * A folder's name is stored as given and its path built from it, so it must already be
+ * one normalised segment: "x/" would normalise to "/x" but be stored as "/x/".
+ */
+function validateFolderName(name: string): string {
+  if (name === '' || name.includes('/') || normaliseSecretPath(`/${name}`) !== `/${name}`) {
+    throw new AppError('VALIDATION', 'Folder name must be a single path segment (letters, digits, _ . - only)');
+  }
+  return name;
+}
+
+/** The longest path normaliseSecretPath accepts: a folder moved beyond it could not be named. */
+const MAX_PATH_LENGTH = 1024;
+
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
-/** The force rule: deleting what holds secrets needs an explicit `force=true`. */
-function refuseUnlessForced(count: number, force: boolean | undefined, what: string) {
-  if (count > 0 && !force) {
-    throw new AppError('CONFLICT', `${what} holds ${plural(count, 'secret')}; pass force=true to delete it with them`);
+export interface ForceOptions {
+  force?: boolean;
+  /** Also needed when the secrets to delete include keys marked as never changing. */
+  overrideImmutable?: boolean;
+}
+
+/**
+ * The force rule: deleting what holds secrets needs an explicit `force=true`, and
+ * `overrideImmutable=true` as well when any of them must never change.
+ */
+function refuseUnlessForced(secrets: readonly SecretInventoryRow[], opts: ForceOptions, what: string) {
+  if (secrets.length > 0 && !opts.force) {
+    throw new AppError('CONFLICT', `${what} holds ${plural(secrets.length, 'secret')}; pass force=true to delete it with them`);
+  }
+  const protectedCount = secrets.filter((x) => x.immutable).length;
+  if (protectedCount > 0 && !opts.overrideImmutable) {
+    throw new AppError(
+      'CONFLICT',
+      `${what} holds ${plural(protectedCount, 'secret')} marked as never changing; pass overrideImmutable=true as well to delete ${protectedCount === 1 ? 'it' : 'them'}`,
+    );
+  }
+}
+
+/**
+ * One `delete-secret` entry per secret a cascading delete removes (name, path,
+ * environment, version; never a value), in the delete's transaction.
+ */
+async function auditCascade(
+  s: TxStores,
+  actor: Actor | SystemActor,
+  projectId: string,
+  slugOf: (environmentId: string) => string,
+  secrets: readonly SecretInventoryRow[],
+  cascade: 'delete-project' | 'delete-environment' | 'delete-folder',
+) {
+  for (const x of secrets) {
+    await s.audit.append(s.tx, {
+      ...auditActor(actor),
+      eventType: 'delete-secret',
+      projectId,
+      environment: slugOf(x.environmentId),
+      secretPath: x.folderPath,
+      secretKey: x.key,
+      secretVersion: x.version,
+      metadata: { cascade, ...(x.immutable ? IMMUTABLE_OVERRIDE : {}) },
+    });
   }
 }
 
@@ -72,6 +132,42 @@ function environmentOf(project: ProjectRecord, envId: string): EnvironmentRow {
   const env = isUuid(envId) ? project.environments.find((e) => e.id === envId.toLowerCase()) : undefined;
   if (!env) throw new AppError('NOT_FOUND', `Environment with ID '${envId}' in project '${project.slug}' not found`);
   return env;
+}
+
+/** A folder as the folder routes answer it. */
+export interface FolderView {
+  id: string;
+  name: string;
+  path: string;
+  parentId: string | null;
+  environmentId: string;
+}
+
+const folderView = (f: FolderRow): FolderView => ({ id: f.id, name: f.name, path: f.path, parentId: f.parentId, environmentId: f.environmentId });
+
+/**
+ * The direct sub-folder of `parentPath` named by id or name, with its whole subtree
+ * locked (FOR UPDATE) for the rest of the transaction: nothing is added below it, and no
+ * secret written into it, until the caller's change commits.
+ */
+async function childOf(s: TxStores, env: EnvironmentRow, parentPath: string, idOrName: string) {
+  const notFound = () => new AppError('NOT_FOUND', `Folder '${idOrName}' in '${parentPath}' of environment '${env.slug}' not found`);
+  const parent = await s.folders.byPath(env.id, parentPath);
+  if (!parent) throw new AppError('SECRET_PATH_NOT_FOUND', `Folder with path '${parentPath}' in environment '${env.slug}' not found`);
+  const children = await s.folders.children(parent.id);
+  const folder = isUuid(idOrName) ? children.find((f) => f.id === idOrName.toLowerCase()) : children.find((f) => f.name === idOrName);
+  if (!folder) throw notFound();
+  let subtree = await s.folders.lockSubtree(env.id, folder.path);
+  // Renamed or deleted between the look-up and the lock.
+  if (!subtree.includes(folder.id)) throw notFound();
+  // A sub-folder whose create committed while we waited for the lock is not in that
+  // statement's snapshot: lock again until nothing new appears.
+  for (;;) {
+    const again = await s.folders.lockSubtree(env.id, folder.path);
+    if (again.length === subtree.length) break;
+    subtree = again;
+  }
+  return { folder, subtree };
 }
 
 export interface ProjectsDeps {
@@ -153,21 +249,37 @@ export function projectsDomain(deps: ProjectsDeps) {
       return (await store.projects.byId(project.id))!;
     },
 
-    /** Deletes the project with everything in it; refused while it holds secrets unless forced. */
-    async remove(actor: Actor | SystemActor, ref: ProjectRef, opts: { force?: boolean } = {}): Promise<ProjectRecord> {
+    /**
+     * Deletes the project with everything in it; refused while it holds secrets unless
+     * forced. Every secret and membership it takes along gets its own audit entry.
+     */
+    async remove(actor: Actor | SystemActor, ref: ProjectRef, opts: ForceOptions = {}): Promise<ProjectRecord> {
       const { project } = await access.authorize(actor, ref, 'project:admin');
       await store.transaction(async (s) => {
         if (!(await s.projects.lockForUpdate(project.id))) throw new AppError('NOT_FOUND', `Project with ID '${project.id}' not found`);
         const fresh = (await s.projects.byId(project.id))!;
         const folders = await s.folders.lockEnvironments(fresh.environments.map((e) => e.id));
-        const n = await s.secrets.countInFolders(folders);
-        refuseUnlessForced(n, opts.force, `Project '${project.slug}'`);
+        const secrets = await s.secrets.inventoryOfFolders(folders);
+        refuseUnlessForced(secrets, opts, `Project '${project.slug}'`);
+        // Read before the cascade removes them; the project lock keeps new ones out meanwhile.
+        const members = [...(await s.memberships.list(project.id, 'identity')), ...(await s.memberships.list(project.id, 'user'))];
         await s.projects.remove(project.id);
+        const slugs = new Map(fresh.environments.map((e) => [e.id, e.slug]));
+        await auditCascade(s, actor, project.id, (id) => slugs.get(id)!, secrets, 'delete-project');
+        for (const m of members) {
+          const kind = m.identityId ? 'identity' : 'user';
+          await s.audit.append(s.tx, {
+            ...auditActor(actor),
+            eventType: MEMBERSHIP_EVENTS[kind].remove,
+            projectId: project.id,
+            metadata: { [`${kind}Id`]: (m.identityId ?? m.userId)!, role: m.role, cascade: 'delete-project' },
+          });
+        }
         await s.audit.append(s.tx, {
           ...auditActor(actor),
           eventType: 'delete-project',
           projectId: project.id,
-          metadata: { slug: project.slug, name: project.name, secretsDeleted: n },
+          metadata: { slug: project.slug, name: project.name, secretsDeleted: secrets.length, membershipsDeleted: members.length },
         });
       });
       await bus.publish(topics.project, project.id);
@@ -229,20 +341,24 @@ export function projectsDomain(deps: ProjectsDeps) {
       return updated;
     },
 
-    async removeEnvironment(actor: Actor | SystemActor, ref: ProjectRef, envId: string, opts: { force?: boolean } = {}): Promise<EnvironmentRow> {
+    async removeEnvironment(actor: Actor | SystemActor, ref: ProjectRef, envId: string, opts: ForceOptions = {}): Promise<EnvironmentRow> {
       const { project } = await access.authorize(actor, ref, 'project:admin');
       const env = environmentOf(project, envId);
       await store.transaction(async (s) => {
         if (!(await s.projects.lockForUpdate(project.id))) throw new AppError('NOT_FOUND', `Project with ID '${project.id}' not found`);
-        const n = await s.secrets.countInFolders(await s.folders.lockEnvironments([env.id]));
-        refuseUnlessForced(n, opts.force, `Environment '${env.slug}'`);
-        if (!(await s.projects.removeEnvironment(env.id))) throw new AppError('NOT_FOUND', `Environment with ID '${envId}' in project '${project.slug}' not found`);
+        // The slug as locked, not as cached: the audit names what was deleted.
+        const current = (await s.projects.byId(project.id))!.environments.find((e) => e.id === env.id);
+        if (!current) throw new AppError('NOT_FOUND', `Environment with ID '${envId}' in project '${project.slug}' not found`);
+        const secrets = await s.secrets.inventoryOfFolders(await s.folders.lockEnvironments([env.id]));
+        refuseUnlessForced(secrets, opts, `Environment '${current.slug}'`);
+        await s.projects.removeEnvironment(env.id);
+        await auditCascade(s, actor, project.id, () => current.slug, secrets, 'delete-environment');
         await s.audit.append(s.tx, {
           ...auditActor(actor),
           eventType: 'delete-environment',
           projectId: project.id,
-          environment: env.slug,
-          metadata: { environmentId: env.id, secretsDeleted: n },
+          environment: current.slug,
+          metadata: { environmentId: env.id, secretsDeleted: secrets.length },
         });
       });
       await bus.publish(topics.project, project.id);
@@ -266,32 +382,24 @@ export function projectsDomain(deps: ProjectsDeps) {
      */
     async deleteFolder(
       actor: Actor | SystemActor,
-      input: { project: ProjectRef; environment: string; path?: string; folder: string; force?: boolean },
+      input: { project: ProjectRef; environment: string; path?: string; folder: string } & ForceOptions,
     ): Promise<FolderRow> {
       const { project } = await access.authorize(actor, input.project, 'secrets:write');
       const env = access.environment(project, input.environment);
       const parentPath = normaliseSecretPath(input.path);
-      const notFound = () => new AppError('NOT_FOUND', `Folder '${input.folder}' in '${parentPath}' of environment '${env.slug}' not found`);
       const removed = await store.transaction(async (s) => {
-        const parent = await s.folders.byPath(env.id, parentPath);
-        if (!parent) throw new AppError('SECRET_PATH_NOT_FOUND', `Folder with path '${parentPath}' in environment '${env.slug}' not found`);
-        const children = await s.folders.children(parent.id);
-        const target = isUuid(input.folder)
-          ? children.find((f) => f.id === input.folder.toLowerCase())
-          : children.find((f) => f.name === input.folder);
-        if (!target) throw notFound();
-        const locked = await s.folders.lockSubtree(env.id, target.path);
-        if (!locked.includes(target.id)) throw notFound();
-        const n = await s.secrets.countInFolders(locked);
-        refuseUnlessForced(n, input.force, `Folder '${target.path}'`);
+        const { folder: target, subtree } = await childOf(s, env, parentPath, input.folder);
+        const secrets = await s.secrets.inventoryOfFolders(subtree);
+        refuseUnlessForced(secrets, input, `Folder '${target.path}'`);
         await s.folders.remove(target.id);
+        await auditCascade(s, actor, project.id, () => env.slug, secrets, 'delete-folder');
         await s.audit.append(s.tx, {
           ...auditActor(actor),
           eventType: 'delete-folder',
           projectId: project.id,
           environment: env.slug,
           secretPath: target.path,
-          metadata: { folderId: target.id, secretsDeleted: n },
+          metadata: { folderId: target.id, secretsDeleted: secrets.length },
         });
         return target;
       });
@@ -303,22 +411,19 @@ export function projectsDomain(deps: ProjectsDeps) {
     async createFolder(
       actor: Actor | SystemActor,
       input: { project: ProjectRef; environment: string; parentPath?: string; name: string },
-    ): Promise<{ id: string; name: string; path: string; parentId: string | null; environmentId: string }> {
+    ): Promise<FolderView> {
       const { project } = await access.authorize(actor, input.project, 'secrets:write');
       const env = access.environment(project, input.environment);
       const parentPath = normaliseSecretPath(input.parentPath);
-      // The name is stored as given and the path built from it, so it must already be one
-      // normalised segment: "x/" would normalise to "/x" here but be stored as "/x/".
-      if (input.name === '' || input.name.includes('/') || normaliseSecretPath(`/${input.name}`) !== `/${input.name}`) {
-        throw new AppError('VALIDATION', 'Folder name must be a single path segment (letters, digits, _ . - only)');
-      }
-      const path = parentPath === '/' ? `/${input.name}` : `${parentPath}/${input.name}`;
+      const name = validateFolderName(input.name);
+      const path = parentPath === '/' ? `/${name}` : `${parentPath}/${name}`;
       normaliseSecretPath(path); // the depth limit
       const folder = await store.transaction(async (s) => {
-        const parent = await s.folders.byPath(env.id, parentPath);
+        // Held: a rename or delete of the parent waits for this create, or it for them.
+        const parent = await s.folders.byPathForWrite(env.id, parentPath);
         if (!parent) throw new AppError('SECRET_PATH_NOT_FOUND', `Folder with path '${parentPath}' in environment '${env.slug}' not found`);
         if (await s.folders.byPath(env.id, path)) throw new AppError('BAD_REQUEST', `Folder '${path}' already exists`);
-        const f = await s.folders.insert({ environmentId: env.id, parentId: parent.id, parentPath, name: input.name });
+        const f = await s.folders.insert({ environmentId: env.id, parentId: parent.id, parentPath, name });
         await s.audit.append(s.tx, {
           ...auditActor(actor),
           eventType: 'create-folder',
@@ -329,7 +434,49 @@ export function projectsDomain(deps: ProjectsDeps) {
         return f;
       }).catch(takenMeanwhile(`Folder '${path}' already exists`));
       await bus.publish(topics.environment, env.id);
-      return { id: folder.id, name: folder.name, path: folder.path, parentId: folder.parentId, environmentId: folder.environmentId };
+      return folderView(folder);
+    },
+
+    /**
+     * Renames the sub-folder of `path` named by id or name; every folder below it moves
+     * to the new prefix. Sealed values are bound to folder ids, not paths, so nothing is
+     * re-encrypted; reads of the old paths answer 404 from the next request on.
+     */
+    async renameFolder(
+      actor: Actor | SystemActor,
+      input: { project: ProjectRef; environment: string; path?: string; folder: string; name: string },
+    ): Promise<FolderView> {
+      const { project } = await access.authorize(actor, input.project, 'secrets:write');
+      const env = access.environment(project, input.environment);
+      const parentPath = normaliseSecretPath(input.path);
+      const name = validateFolderName(input.name);
+      const newPath = parentPath === '/' ? `/${name}` : `${parentPath}/${name}`;
+      const { folder, renamed } = await store.transaction(async (s) => {
+        const root = await s.folders.byPath(env.id, '/');
+        if (root && isUuid(input.folder) && input.folder.toLowerCase() === root.id) {
+          throw new AppError('BAD_REQUEST', 'The root folder cannot be renamed');
+        }
+        const { folder: target } = await childOf(s, env, parentPath, input.folder);
+        if (target.name === name) return { folder: target, renamed: false };
+        if (await s.folders.byPath(env.id, newPath)) throw new AppError('BAD_REQUEST', `Folder '${newPath}' already exists`);
+        // Every folder that moves must still be nameable by a path afterwards.
+        const longest = Math.max(...(await s.folders.subtree(env.id, target.path)).map((f) => f.path.length));
+        if (longest - target.path.length + newPath.length > MAX_PATH_LENGTH) {
+          throw new AppError('VALIDATION', `Renamed, a folder below '${target.path}' would have a path longer than ${MAX_PATH_LENGTH} characters`);
+        }
+        const moved = await s.folders.renameSubtree(env.id, { id: target.id, name, oldPath: target.path, newPath });
+        await s.audit.append(s.tx, {
+          ...auditActor(actor),
+          eventType: 'update-folder',
+          projectId: project.id,
+          environment: env.slug,
+          secretPath: newPath,
+          metadata: { folderId: target.id, oldPath: target.path, newPath, foldersMoved: moved.length },
+        });
+        return { folder: moved.find((f) => f.id === target.id)!, renamed: true };
+      }).catch(takenMeanwhile(`Folder '${newPath}' already exists`));
+      if (renamed) await bus.publish(topics.environment, env.id);
+      return folderView(folder);
     },
   };
 }

@@ -50,7 +50,7 @@ export function secretAad(
 const KEY_NAME = /^[^:/\s][^:/]{0,254}$/;
 
 /** A UTF-16 surrogate without its other half: no UTF-8 encoding exists for it. */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+export const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 export function validateSecretName(raw: string): string {
   const key = raw.trim();
@@ -67,6 +67,9 @@ export function validateSecretName(raw: string): string {
 export function validateSecretText(what: 'secretValue' | 'secretComment', s: string | undefined): void {
   if (s !== undefined && LONE_SURROGATE.test(s)) throw new AppError('VALIDATION', `${what} must be valid Unicode text (it holds a lone surrogate)`);
 }
+
+/** Audit metadata of a change that went through only because the caller overrode "never changes". */
+export const IMMUTABLE_OVERRIDE = { immutableOverride: true } as const;
 
 /** Most secrets one batch request may create. */
 export const MAX_BATCH = 1000;
@@ -132,9 +135,9 @@ export function secretsDomain(deps: SecretsDeps) {
     return { valueBlob: valueBlob!, commentBlob: commentBlob ?? null };
   }
 
-  /** The folder at `path`, looked up inside the write's transaction. */
+  /** The folder at `path`, looked up (and held against a rename or delete) inside the write's transaction. */
   async function folderIn(s: Pick<Store, 'folders'>, env: EnvironmentRow, path: string) {
-    const folder = await s.folders.byPath(env.id, path);
+    const folder = await s.folders.byPathForWrite(env.id, path);
     if (!folder) throw new AppError('SECRET_PATH_NOT_FOUND', `Folder with path '${path}' in environment '${env.slug}' not found`);
     return folder;
   }
@@ -360,7 +363,8 @@ export function secretsDomain(deps: SecretsDeps) {
         const folder = await folderIn(s, env, path);
         const cur = await s.secrets.byKeyForUpdate(folder.id, key);
         if (!cur) throw new AppError('NOT_FOUND', `Secret with name '${key}' not found`);
-        if (cur.immutable && !input.allowImmutableChange && (input.value !== undefined || newKey !== key)) {
+        const overridden = cur.immutable && (input.value !== undefined || newKey !== key);
+        if (overridden && !input.allowImmutableChange) {
           throw new AppError('CONFLICT', `Secret '${key}' must never change; an explicit override is required to change it`);
         }
         if (newKey !== key && (await s.secrets.byKey(folder.id, newKey))) throw new AppError('BAD_REQUEST', 'Secret already exists');
@@ -388,7 +392,7 @@ export function secretsDomain(deps: SecretsDeps) {
           secretPath: path,
           secretKey: newKey,
           secretVersion: version,
-          metadata: newKey !== key ? { renamedFrom: key } : {},
+          metadata: { ...(newKey !== key ? { renamedFrom: key } : {}), ...(overridden ? IMMUTABLE_OVERRIDE : {}) },
         });
         return { row, value, comment };
       });
@@ -423,11 +427,44 @@ export function secretsDomain(deps: SecretsDeps) {
           secretPath: path,
           secretKey: key,
           secretVersion: cur.version,
+          ...(cur.immutable ? { metadata: IMMUTABLE_OVERRIDE } : {}),
         });
         return { row: cur, value: values[0]!, comment: comments[0]! };
       });
       await bus.publish(topics.environment, env.id);
       return view(project, env, result.row, path, result.value, result.comment);
+    },
+
+    /**
+     * Marks an existing secret as never changing (the inventory declares it so, but it was
+     * created before, e.g. in the UI). Its value and version stay; returns false when it
+     * already was marked.
+     */
+    async protect(actor: Actor | SystemActor, input: { project: ProjectRef; environment: string; secretPath?: string; key: string }): Promise<boolean> {
+      const { project } = await access.authorize(actor, input.project, 'secrets:write');
+      const env = access.environment(project, input.environment);
+      const path = normaliseSecretPath(input.secretPath);
+      const key = validateSecretName(input.key);
+      const marked = await store.transaction(async (s) => {
+        const folder = await folderIn(s, env, path);
+        const cur = await s.secrets.byKeyForUpdate(folder.id, key);
+        if (!cur) throw new AppError('NOT_FOUND', `Secret with name '${key}' not found`);
+        if (!(await s.secrets.markImmutable(cur.id))) return false;
+        // Cached snapshots carry the flag.
+        await s.folders.bumpVersion(folder.id);
+        await s.audit.append(s.tx, {
+          ...auditActor(actor),
+          eventType: 'protect-secret',
+          projectId: project.id,
+          environment: env.slug,
+          secretPath: path,
+          secretKey: key,
+          secretVersion: cur.version,
+        });
+        return true;
+      });
+      if (marked) await bus.publish(topics.environment, env.id);
+      return marked;
     },
 
     /**
@@ -565,7 +602,7 @@ export function secretsDomain(deps: SecretsDeps) {
           secretPath: loc.folderPath,
           secretKey: old.key,
           secretVersion: next,
-          metadata: { restoredFrom: old.version, ...(old.key !== cur.key ? { renamedFrom: cur.key } : {}) },
+          metadata: { restoredFrom: old.version, ...(old.key !== cur.key ? { renamedFrom: cur.key } : {}), ...(cur.immutable ? IMMUTABLE_OVERRIDE : {}) },
         });
         return { row, value, comment };
       });

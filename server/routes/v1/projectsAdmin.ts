@@ -1,6 +1,8 @@
 // Projects and their environments, for the admin UI and Infisical's clients:
 // POST/GET /api/v1/projects, GET/PATCH/DELETE /api/v1/projects/:projectId,
 // POST /api/v1/projects/:projectId/environments, PATCH/DELETE …/environments/:envId.
+// A DELETE of what holds secrets needs ?force=true, and ?overrideImmutable=true as well
+// when any of them is marked as never changing.
 import { z } from 'zod';
 import type { ProjectView } from '../../domain/projects.js';
 import { parseJsonBody } from '../../http/body.js';
@@ -15,7 +17,7 @@ const createBody = z.object({ projectName: text('projectName'), slug: text('slug
 const updateBody = z.object({ name: text('name').optional(), slug: text('slug').optional() });
 const envCreateBody = z.object({ name: text('name'), slug: text('slug') });
 const envUpdateBody = z.object({ name: text('name').optional(), slug: text('slug').optional() });
-const forceQuery = z.object({ force: queryBool.optional() });
+const forceQuery = z.object({ force: queryBool.optional(), overrideImmutable: queryBool.optional() });
 
 export const environmentShape = (e: EnvironmentRow) => ({ id: e.id, name: e.name, slug: e.slug, position: e.position });
 
@@ -62,7 +64,7 @@ export function registerProjectAdminRoutes(router: Router, svc: Services) {
   router.delete('/api/v1/projects/:projectId', async (req) => {
     const actor = await svc.auth.actor(req);
     const q = parse(forceQuery, queryObject(req.query));
-    const project = await svc.projects.remove(actor, { id: req.params.projectId! }, { force: q.force });
+    const project = await svc.projects.remove(actor, { id: req.params.projectId! }, q);
     return { body: { project: projectShape(project) } };
   });
 
@@ -83,7 +85,7 @@ export function registerProjectAdminRoutes(router: Router, svc: Services) {
   router.delete('/api/v1/projects/:projectId/environments/:envId', async (req) => {
     const actor = await svc.auth.actor(req);
     const q = parse(forceQuery, queryObject(req.query));
-    const env = await svc.projects.removeEnvironment(actor, { id: req.params.projectId! }, req.params.envId!, { force: q.force });
+    const env = await svc.projects.removeEnvironment(actor, { id: req.params.projectId! }, req.params.envId!, q);
     return { body: { environment: environmentShape(env) } };
   });
 }

@@ -1,6 +1,9 @@
-// Folders: POST /api/v2/folders, GET /api/v2/folders, DELETE /api/v2/folders/:folderIdOrName.
+// Folders: POST /api/v2/folders, GET /api/v2/folders, PATCH /api/v2/folders/:folderId
+// (a rename; as Infisical, `path` is the folder's parent and a name is taken for an id),
+// DELETE /api/v2/folders/:folderIdOrName.
 import { z } from 'zod';
 import { parseJsonBody } from '../../http/body.js';
+import type { FolderView } from '../../domain/projects.js';
 import type { Router } from '../../http/types.js';
 import type { Services } from '../../services.js';
 import { parse, queryObject } from '../input.js';
@@ -15,9 +18,13 @@ const scope = {
   directory: z.string().max(1024).optional(),
 };
 
-const createBody = z.object({ ...scope, name: z.string({ error: 'name is required' }).min(1).max(64) });
+const name = z.string({ error: 'name is required' }).min(1).max(64);
+const createBody = z.object({ ...scope, name });
+const renameBody = z.object({ ...scope, name });
 const listQuery = z.object(scope);
-const deleteInput = z.object({ ...scope, force: boolish.optional() });
+const deleteInput = z.object({ ...scope, force: boolish.optional(), overrideImmutable: boolish.optional() });
+
+const folderShape = (f: FolderView) => ({ id: f.id, name: f.name, path: f.path, parentId: f.parentId, envId: f.environmentId });
 
 export function registerFolderRoutes(router: Router, svc: Services) {
   router.post('/api/v2/folders', async (req) => {
@@ -29,9 +36,20 @@ export function registerFolderRoutes(router: Router, svc: Services) {
       parentPath: b.path ?? b.directory,
       name: b.name,
     });
-    return {
-      body: { folder: { id: folder.id, name: folder.name, path: folder.path, parentId: folder.parentId, envId: folder.environmentId } },
-    };
+    return { body: { folder: folderShape(folder) } };
+  });
+
+  router.patch('/api/v2/folders/:folderId', async (req) => {
+    const actor = await svc.auth.actor(req);
+    const b = parse(renameBody, parseJsonBody(req));
+    const folder = await svc.projects.renameFolder(actor, {
+      project: projectIdRef(b),
+      environment: b.environment,
+      path: b.path ?? b.directory,
+      folder: req.params.folderId!,
+      name: b.name,
+    });
+    return { body: { folder: folderShape(folder) } };
   });
 
   router.get('/api/v2/folders', async (req) => {
@@ -50,6 +68,7 @@ export function registerFolderRoutes(router: Router, svc: Services) {
       path: b.path ?? b.directory,
       folder: req.params.folderIdOrName!,
       force: b.force,
+      overrideImmutable: b.overrideImmutable,
     });
     return { body: { folder: { id: folder.id, name: folder.name, path: folder.path, parentId: folder.parentId } } };
   });

@@ -1,7 +1,9 @@
 // Projects and environments over HTTP: people create projects (and administer those
 // they created), project admins and the superadmin change and delete them; a slug
 // change is seen at once, through every cache and on every replica; a delete that
-// would take secrets with it needs force=true; bad input changes nothing.
+// would take secrets with it needs force=true (and overrideImmutable=true for keys that
+// must never change) and audits each secret and membership it removes; bad input
+// changes nothing.
 import t from 'tap';
 import { SYSTEM } from '../../../server/domain/access.js';
 import { request } from '../../helpers/http.js';
@@ -273,7 +275,19 @@ for (const backend of BACKENDS) {
       isError(t, await api(svc, 'DELETE', `${project(p.id)}?force=true`, as), 404, 'NotFound', /not found/);
 
       const [audit] = await auditOf(svc, p.id, 'delete-project');
-      t.match(audit, { actorType: 'user', actorId: admin.userId, metadata: { slug: 'doomed', name: 'doomed', secretsDeleted: 2 } });
+      t.match(audit, { actorType: 'user', actorId: admin.userId, metadata: { slug: 'doomed', name: 'doomed', secretsDeleted: 2, membershipsDeleted: 2 } });
+      const cascade = await svc.services.store.sql`select event_type, actor_id, environment, secret_path, secret_key, secret_version, metadata
+        from audit_log where project_id = ${p.id} and event_type in ('delete-secret', 'remove-identity-from-project', 'remove-workspace-member', 'delete-project')
+        order by id`;
+      t.same(cascade.map((e) => [e.eventType, e.environment, e.secretPath, e.secretKey, e.secretVersion, e.metadata]), [
+        ['delete-secret', 'dev', '/', 'ONE', 1, { cascade: 'delete-project' }],
+        ['delete-secret', 'staging', '/app', 'TWO', 1, { cascade: 'delete-project' }],
+        ['remove-identity-from-project', null, null, null, null, { identityId: reader.identityId, role: 'member', cascade: 'delete-project' }],
+        ['remove-workspace-member', null, null, null, null, { userId: admin.userId, role: 'admin', cascade: 'delete-project' }],
+        ['delete-project', null, null, null, null, { slug: 'doomed', name: 'doomed', secretsDeleted: 2, membershipsDeleted: 2 }],
+      ], 'one entry per secret (name, path, environment, version) and per membership, in the same transaction');
+      t.ok(cascade.every((e) => e.actorId === admin.userId), 'all as the one who deleted');
+      t.notOk(JSON.stringify(cascade).includes('value of'), 'never a value');
 
       const empty = await create({ projectName: 'empty' });
       t.equal((await api(svc, 'DELETE', project(empty.id), as)).status, 200, 'an empty project needs no force');
@@ -330,6 +344,62 @@ for (const backend of BACKENDS) {
       ]);
       t.same(events[2]!.metadata, { environmentId: qa.id, oldSlug: 'qa' });
       t.same(events[3]!.metadata, { environmentId: qa.id, secretsDeleted: 1 });
+      const removed = await auditOf(svc, p.id, 'delete-secret');
+      t.same(removed.map((e) => [e.environment, e.metadata]), [['test', { cascade: 'delete-environment' }]], 'its secret has its own entry');
+      const [row] = await svc.services.store.sql`select secret_path, secret_key, secret_version from audit_log where project_id = ${p.id} and event_type = 'delete-secret'`;
+      t.same(row, { secretPath: '/', secretKey: 'QA_KEY', secretVersion: 1 });
+    });
+
+    t.test('a forced delete of keys that must never change also needs overrideImmutable=true', async (t) => {
+      const p = await create({ projectName: 'pinned' });
+      const e = p.environments.find((x: any) => x.slug === 'prod');
+      await secret(svc, p.id, 'prod', 'PLAIN');
+      await svc.services.secrets.create(SYSTEM, { project: { id: p.id }, environment: 'prod', key: 'IDP_SECRET_KEY', value: 'f'.repeat(64), immutable: true });
+      await svc.services.secrets.create(SYSTEM, { project: { id: p.id }, environment: 'dev', key: 'DEV_PINNED', value: 'pinned in dev', immutable: true });
+      const before = await rows(svc);
+      isError(t, await api(svc, 'DELETE', env(p.id, e.id), as), 409, 'Conflict', "Environment 'prod' holds 2 secrets; pass force=true to delete it with them");
+      for (const q of ['?force=true', '?force=true&overrideImmutable=false']) {
+        const r = await api(svc, 'DELETE', `${env(p.id, e.id)}${q}`, as);
+        isError(t, r, 409, 'Conflict', "Environment 'prod' holds 1 secret marked as never changing; pass overrideImmutable=true as well to delete it");
+        t.notMatch(r.body.message, /IDP_SECRET_KEY|ffff/, 'a count, neither names nor values');
+      }
+      isError(t, await api(svc, 'DELETE', `${env(p.id, e.id)}?overrideImmutable=true`, as), 409, 'Conflict', /pass force=true/);
+      isError(t, await api(svc, 'DELETE', `${env(p.id, e.id)}?force=true&overrideImmutable=yes`, as), 422, 'ValidationFailure');
+      isError(t, await api(svc, 'DELETE', `${project(p.id)}?force=true`, as), 409, 'Conflict',
+        "Project 'pinned' holds 2 secrets marked as never changing; pass overrideImmutable=true as well to delete them");
+      isError(t, await api(svc, 'DELETE', `${project(p.id)}?force=true&overrideImmutable=1`, as), 422, 'ValidationFailure');
+      t.same(await rows(svc), before, 'nothing deleted');
+
+      const gone = await api(svc, 'DELETE', `${env(p.id, e.id)}?force=true&overrideImmutable=true`, as);
+      t.equal(gone.status, 200, JSON.stringify(gone.body));
+      const r = await api(svc, 'DELETE', `${project(p.id)}?force=true&overrideImmutable=true`, as);
+      t.equal(r.status, 200, JSON.stringify(r.body));
+      t.same(await footprint(svc, p.id), { projects: 0, environments: 0, folders: 0, secrets: 0, secretVersions: 0, memberships: 0 });
+      const removed = await svc.services.store.sql`select environment, secret_key, metadata from audit_log
+        where project_id = ${p.id} and event_type = 'delete-secret' order by id`;
+      t.same(removed.map((x) => [x.environment, x.secretKey, x.metadata]), [
+        ['prod', 'IDP_SECRET_KEY', { cascade: 'delete-environment', immutableOverride: true }],
+        ['prod', 'PLAIN', { cascade: 'delete-environment' }],
+        ['dev', 'DEV_PINNED', { cascade: 'delete-project', immutableOverride: true }],
+      ], 'the override is on record for each protected key');
+    });
+
+    t.test('names: astral characters are kept, lone surrogates refused before anything is stored', async (t) => {
+      const p = await create({ projectName: 'Keys \u{1F511} vault' });
+      t.equal(p.name, 'Keys \u{1F511} vault', 'a surrogate pair is one character, stored unchanged');
+      t.equal(p.slug, 'keys-vault');
+      const renamed = await api(svc, 'PATCH', project(p.id), as, { name: 'Lock \u{1F512}' });
+      t.equal(renamed.body.project?.name, 'Lock \u{1F512}');
+      t.equal((await api(svc, 'GET', project(p.id), as)).body.project.name, 'Lock \u{1F512}');
+      const before = await rows(svc);
+      for (const bad of ['lone \ud800 high', 'lone \udc00 low', 'end\ud83d', '\udd11start', 'reversed \udd11\ud83d']) {
+        const made = await api(svc, 'POST', projects, as, { projectName: bad });
+        isError(t, made, 422, 'ValidationFailure', /valid text/);
+        isError(t, await api(svc, 'PATCH', project(p.id), as, { name: bad }), 422, 'ValidationFailure', /valid text/);
+        isError(t, await api(svc, 'POST', envs(p.id), as, { name: bad, slug: 'x' }), 422, 'ValidationFailure');
+      }
+      t.same(await rows(svc), before, 'nothing stored, renamed or audited');
+      t.equal((await api(svc, 'GET', project(p.id), as)).body.project.name, 'Lock \u{1F512}');
     });
 
     t.test('permission boundaries for every operation', async (t) => {
@@ -434,6 +504,7 @@ for (const backend of BACKENDS) {
         ['projectName of 65 characters', 'POST', projects, { projectName: 'n'.repeat(65) }, 422],
         ['projectName with a NUL', 'POST', projects, { projectName: 'nul\u0000name' }, 422],
         ['projectName with a newline', 'POST', projects, { projectName: 'two\nlines' }, 422],
+        ['projectName with a lone surrogate', 'POST', projects, { projectName: 'half \ud800' }, 422],
         ['projectName with nothing to derive a slug from', 'POST', projects, { projectName: '!!!' }, 422],
         ['upper-case slug', 'POST', projects, { projectName: 'x', slug: 'Bad' }, 422],
         ['slug with a space', 'POST', projects, { projectName: 'x', slug: 'bad slug' }, 422],
@@ -453,6 +524,7 @@ for (const backend of BACKENDS) {
         ['rename to blank', 'PATCH', project(p.id), { name: '' }, 422],
         ['rename to a number', 'PATCH', project(p.id), { name: 1 }, 422],
         ['rename with a NUL', 'PATCH', project(p.id), { name: 'a\u0000' }, 422],
+        ['rename with a lone surrogate', 'PATCH', project(p.id), { name: 'half \udfff' }, 422],
         ['rename oversized', 'PATCH', project(p.id), { name: long }, 422],
         ['re-slug upper-case', 'PATCH', project(p.id), { slug: 'UPPER' }, 422],
         ['re-slug to a path', 'PATCH', project(p.id), { slug: '../strict-other' }, 422],
@@ -463,6 +535,7 @@ for (const backend of BACKENDS) {
         ['change with a string body', 'PATCH', project(p.id), 'x', 422],
         ['delete with force=yes', 'DELETE', `${project(p.id)}?force=yes`, undefined, 422],
         ['delete with force=1', 'DELETE', `${project(p.id)}?force=1`, undefined, 422],
+        ['delete with overrideImmutable=yes', 'DELETE', `${project(p.id)}?force=true&overrideImmutable=yes`, undefined, 422],
 
         ['environment without a slug', 'POST', envs(p.id), { name: 'x' }, 422],
         ['environment without a name', 'POST', envs(p.id), { slug: 'x' }, 422],

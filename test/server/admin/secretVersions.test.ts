@@ -172,6 +172,13 @@ for (const backend of BACKENDS) {
       t.same([r.body.secret.version, r.body.secret.secretValue], [3, 'p1']);
       t.equal((await eso('PINNED'))?.secretValue, 'p1');
       isError(t, await restore(s.id, 2), 409, 'Conflict', /must never change/);
+      const events = await svc.services.store.sql`select event_type, secret_version, metadata from audit_log
+        where secret_key = 'PINNED' order by id`;
+      t.same(events.map((e) => [e.eventType, e.secretVersion, e.metadata]), [
+        ['create-secret', 1, {}],
+        ['update-secret', 2, { immutableOverride: true }],
+        ['restore-secret-version', 3, { restoredFrom: 1, immutableOverride: true }],
+      ], 'the override is on record');
     });
 
     t.test('a deleted secret has no history left to read or restore', async (t) => {

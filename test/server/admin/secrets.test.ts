@@ -345,6 +345,16 @@ for (const backend of BACKENDS) {
       const gone = await api(svc, 'DELETE', `${one('SIGNING_KEY')}?workspaceId=${P}&environment=prod&overrideImmutable=true`, m.token);
       t.equal(gone.status, 200, JSON.stringify(gone.body));
       isError(t, await get('SIGNING_KEY'), 404);
+
+      const events = await svc.services.store.sql`select event_type, secret_version, metadata from audit_log
+        where project_id = ${P} and secret_key = 'SIGNING_KEY' order by id`;
+      t.same(events.map((e) => [e.eventType, e.secretVersion, e.metadata]), [
+        ['create-secret', 1, {}],
+        ['update-secret', 2, {}],
+        ['update-secret', 3, { immutableOverride: true }],
+        ['update-secret', 4, { immutableOverride: true }],
+        ['delete-secret', 4, { immutableOverride: true }],
+      ], 'every change the override let through says so; a comment change needed none');
     });
 
     t.test('a write is visible to the very next read', async (t) => {

@@ -1,11 +1,15 @@
 // seed-inventory against real PostgreSQL and the embedded default: the shipped homelab
 // inventory creates all 14 keys by their rules, a second run changes nothing,
-// IDP_SECRET_KEY is immutable, and the project must exist.
+// IDP_SECRET_KEY is immutable (also when it existed before the seed), and the project
+// must exist.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { SYSTEM } from '../../../server/domain/access.js';
 import { isStrongPassword } from '../../../server/cli/rules.js';
+import { signupAdmin } from '../../helpers/admin.js';
+import { request } from '../../helpers/http.js';
+import { startTestService } from '../../helpers/service.js';
 import { cliEnv, openServices, readAll, REPO, runCli, tempDir, type Backend } from './helpers.js';
 
 const INVENTORY = join(REPO, 'docs/homelab-inventory.json');
@@ -97,6 +101,52 @@ t.test('IDP_SECRET_KEY is immutable; a real external value is kept; flags overri
   services = await openServices(t, env);
   t.match((await readAll(services)).get('homelab/dev/EXTRA_TOKEN')?.value, /^[0-9a-f]{24}$/);
   await services.close();
+});
+
+t.test('a key marked immutable that already exists is marked so, value kept; changes then need the override', async (t) => {
+  const env = await cliEnv(t, 'postgres');
+  let services = await openServices(t, env);
+  const project = await services.projects.create(SYSTEM, { name: 'homelab' });
+  const ref = { project: { slug: 'homelab' }, environment: 'prod', secretPath: '/' };
+  // Created in the UI before the first seed: not marked.
+  await services.secrets.create(SYSTEM, { ...ref, key: 'IDP_SECRET_KEY', value: 'typed in the UI' });
+  await services.secrets.create(SYSTEM, { ...ref, key: 'GATEWAY_TOKEN', value: 'also typed in the UI' });
+  await services.close();
+
+  const first = await seed(env);
+  t.equal(first.code, 0, first.stderr);
+  t.match(first.stdout, /^kept +IDP_SECRET_KEY +exists, value kept, marked immutable$/m);
+  t.match(first.stdout, /^kept +GATEWAY_TOKEN +exists, left untouched$/m, 'a key the file does not mark stays unmarked');
+  t.match(first.stdout, /14 keys in homelab\/prod\/: 4 created, 2 kept, 8 placeholders, 1 marked immutable$/m);
+  t.notOk(first.stdout.includes('typed in the UI'), 'no value printed');
+
+  services = await openServices(t, env);
+  const stored = await readAll(services);
+  t.same(stored.get('homelab/prod/IDP_SECRET_KEY'), { value: 'typed in the UI', comment: '', version: 1, immutable: true }, 'value, comment and version kept');
+  t.equal(stored.get('homelab/prod/GATEWAY_TOKEN')?.immutable, false);
+  const events = await services.store.sql`select actor_type, environment, secret_path, secret_key, secret_version, metadata from audit_log
+    where project_id = ${project.id} and event_type = 'protect-secret'`;
+  t.same(events, [{ actorType: 'system', environment: 'prod', secretPath: '/', secretKey: 'IDP_SECRET_KEY', secretVersion: 1, metadata: {} }], 'the marking is audited');
+
+  await services.close();
+
+  // Over HTTP, as the UI would try it: 409 without the override, recorded with it.
+  const svc = await startTestService(t, { ...env, PORT: '0', HOST: '127.0.0.1' });
+  const admin = await signupAdmin(svc.url);
+  const patch = (body: Record<string, unknown>) =>
+    request(`${svc.url}/api/v3/secrets/raw/IDP_SECRET_KEY`, { method: 'PATCH', token: admin.token, json: { workspaceSlug: 'homelab', environment: 'prod', secretPath: '/', ...body } });
+  const refused = await patch({ secretValue: 'changed' });
+  t.equal(refused.status, 409, JSON.stringify(refused.body));
+  t.match(refused.body, { error: 'Conflict', message: /must never change/ });
+  const changed = await patch({ secretValue: 'changed', overrideImmutable: true });
+  t.equal(changed.status, 200, JSON.stringify(changed.body));
+  const [override] = await svc.services.store.sql`select metadata from audit_log where secret_key = 'IDP_SECRET_KEY' and event_type = 'update-secret'`;
+  t.same(override?.metadata, { immutableOverride: true });
+
+  const again = await seed(env);
+  t.equal(again.code, 0, again.stderr);
+  t.match(again.stdout, /^kept +IDP_SECRET_KEY +exists, left untouched$/m, 'already marked: nothing to do');
+  t.notMatch(again.stdout, /marked immutable/);
 });
 
 t.test('refusals: unknown project, environment, folder; bad inventory; wrong key; usage', async (t) => {
