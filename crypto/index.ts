@@ -1,11 +1,11 @@
 // The main-thread face of crypto/: the only module other layers import. It holds
-// no key material itself; keys live in the pool's workers (see README.md for the
-// one residual copy piscina keeps).
+// no key material: start-up moves the key bytes into the pool's workers and keeps
+// no copy, so a worker lost later cannot be replaced (see README.md).
 import { availableParallelism } from 'node:os';
 import { hash, verify, type Algorithm } from '@node-rs/argon2';
 import { Piscina } from 'piscina';
-import { isValidEncryptionKey } from './keyProvider.js';
-import type { ErrorCode, Failure, Results, Task, WorkerData } from './worker.js';
+import { ENCRYPTION_KEY_BYTES, isValidEncryptionKey } from './keyProvider.js';
+import type { ErrorCode, Failure, Results, Task } from './worker.js';
 
 export { headerOf, type BlobHeader } from './blob.js';
 export type { KeyProvider } from './keyProvider.js';
@@ -19,6 +19,12 @@ export interface CryptoOptions {
   previousKeys?: Array<{ version: number; keyHex: string }>;
   /** Default max(1, availableParallelism() - 1). */
   threads?: number;
+  /**
+   * Called once if a worker stops after start-up. Its keys cannot be handed to a
+   * replacement (the main thread no longer has them), so from then on every call
+   * fails with KEY_UNAVAILABLE: the process should exit and be started again.
+   */
+  onFatal?: () => void;
 }
 
 export type CryptoErrorCode = ErrorCode;
@@ -80,56 +86,114 @@ export async function createCrypto(opts: CryptoOptions): Promise<Crypto> {
     throw new CryptoError('KEY_UNAVAILABLE');
   }
   const threads = Math.max(1, Math.floor(opts.threads ?? availableParallelism() - 1) || 1);
-  const workerData: WorkerData = { rootKeys, currentVersion: rootKeyVersion };
+  // One copy of the key bytes per worker: each is moved into its worker and
+  // leaves a detached, empty buffer behind.
+  const copies: Uint8Array[] = [];
+  for (let i = 0; i < threads; i++) copies.push(keyBytes(rootKeys));
+  const versions = rootKeys.map((k) => k.version);
 
-  const pool = new Piscina(poolOptions(workerData, threads));
-  const crypto = new PooledCrypto(pool, rootKeyVersion);
+  const crypto = new PooledCrypto(new Piscina(poolOptions(threads)), rootKeyVersion, opts.onFatal);
   try {
-    // One concurrent ping per thread: each idle worker takes one, so every worker
-    // proves it has loaded its keys before the service accepts a request.
-    await Promise.all(Array.from({ length: threads }, () => crypto.ping()));
+    await crypto.handOver(copies, versions);
   } catch (err) {
-    await pool.destroy();
+    await crypto.abort();
     throw err;
+  } finally {
+    // A copy not moved (start-up failed before its task was sent) is zeroed here.
+    for (const c of copies) if (c.buffer.byteLength !== 0) c.fill(0);
   }
   return crypto;
 }
 
+/** The root keys' bytes, in order, in a fresh whole ArrayBuffer (never Node's shared pool, which cannot be moved). */
+function keyBytes(rootKeys: Array<{ keyHex: string }>): Uint8Array {
+  const bytes = new Uint8Array(rootKeys.length * ENCRYPTION_KEY_BYTES);
+  const view = Buffer.from(bytes.buffer);
+  for (const [i, k] of rootKeys.entries()) {
+    if (view.write(k.keyHex, i * ENCRYPTION_KEY_BYTES, ENCRYPTION_KEY_BYTES, 'hex') !== ENCRYPTION_KEY_BYTES) {
+      bytes.fill(0);
+      throw new CryptoError('KEY_UNAVAILABLE');
+    }
+  }
+  return bytes;
+}
+
 /** Exported for the test that pins these settings; not for other layers. */
-export function poolOptions(workerData: WorkerData, threads: number) {
+export function poolOptions(threads: number) {
   return {
     filename: new URL('./worker.js', import.meta.url).href,
-    // Fixed size and never idle-reaped: workers start here (or replace a crashed
-    // one) and nowhere else, so keys are handed over at start-up only.
+    // Fixed size and never idle-reaped: a worker that goes away is a lost worker
+    // (its replacement would start keyless), never a routine event.
     minThreads: threads,
     maxThreads: threads,
     idleTimeout: Infinity,
+    // One task at a time per worker: what makes each worker take exactly one init task.
+    concurrentTasksPerWorker: 1,
     env: {}, // workers do not inherit process.env (ENCRYPTION_KEY, DATABASE_URL, ...)
-    workerData,
+    // No workerData: piscina keeps it for the pool's life, to start replacements.
   };
 }
 
 class PooledCrypto implements Crypto {
   readonly #pool: Piscina;
-  #closed = false;
+  readonly #onFatal: (() => void) | undefined;
+  // starting → running → (failed →) closed; failed and closed refuse every call.
+  #state: 'starting' | 'running' | 'failed' | 'closed' = 'starting';
+  #stopping: Promise<void> | undefined;
   readonly rootKeyVersion: number;
 
-  constructor(pool: Piscina, rootKeyVersion: number) {
+  constructor(pool: Piscina, rootKeyVersion: number, onFatal: (() => void) | undefined) {
     this.#pool = pool;
     this.rootKeyVersion = rootKeyVersion;
+    this.#onFatal = onFatal;
+    // Piscina replaces a lost worker (crash, exit, termination) with a new one; an
+    // 'error' is a worker failing outside any task. Either way a keyed worker is gone.
+    pool.on('workerDestroy', () => this.#workerLost());
+    pool.on('error', () => this.#workerLost());
   }
 
-  ping(): Promise<Results['ping']> {
-    return this.#run({ op: 'ping' });
+  /** Sends each worker its init task and checks that every live worker answered one. */
+  async handOver(copies: Uint8Array[], versions: number[]): Promise<void> {
+    const taken = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+    const inits = copies.map((keys) =>
+      this.#run(
+        { op: 'init', keys, versions, currentVersion: this.rootKeyVersion, taken, workers: copies.length },
+        [keys.buffer as ArrayBuffer],
+      ),
+    );
+    const keyed = new Set((await Promise.all(inits)).map((r) => r.threadId));
+    const live = this.#pool.threads.map((w) => w.threadId);
+    const everyWorkerKeyed = keyed.size === copies.length && live.length === keyed.size && live.every((id) => keyed.has(id));
+    if (this.#state !== 'starting' || !everyWorkerKeyed) throw new CryptoError('KEY_UNAVAILABLE');
+    this.#state = 'running';
+  }
+
+  /** Start-up failed: stop every worker now (close() would wait for init tasks that never end). */
+  async abort(): Promise<void> {
+    this.#state = 'closed';
+    this.#stopping ??= this.#pool.destroy();
+    await this.#stopping;
+  }
+
+  #workerLost(): void {
+    if (this.#state !== 'starting' && this.#state !== 'running') return;
+    const wasRunning = this.#state === 'running';
+    this.#state = 'failed';
+    // After piscina has finished its own bookkeeping for this worker: stop the
+    // survivors (they hold keys for nothing now) and the keyless replacement.
+    queueMicrotask(() => {
+      this.#stopping ??= this.#pool.destroy();
+      if (wasRunning) this.#onFatal?.();
+    });
   }
 
   async #run<K extends Task['op']>(task: Extract<Task, { op: K }>, transferList: ArrayBuffer[] = []): Promise<Results[K]> {
-    if (this.#closed) throw new CryptoError('KEY_UNAVAILABLE');
+    if (this.#state === 'failed' || this.#state === 'closed') throw new CryptoError('KEY_UNAVAILABLE');
     let result: Results[K] | Failure;
     try {
       result = await this.#pool.run(task, { transferList });
     } catch (err) {
-      // The pool itself failed (worker crashed, pool closed). The worker returns
+      // The pool itself failed (worker lost, pool closed). The worker returns
       // rather than throws, so no task input is in this error.
       throw new CryptoError('KEY_UNAVAILABLE', undefined, { cause: err });
     }
@@ -179,9 +243,10 @@ class PooledCrypto implements Crypto {
   }
 
   async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    await this.#pool.close();
+    if (this.#state === 'closed') return;
+    this.#state = 'closed';
+    this.#stopping ??= this.#pool.close();
+    await this.#stopping;
   }
 }
 

@@ -21,24 +21,35 @@ export interface KeyProvider {
 
 export interface RootKey {
   version: number;
-  encryptionKeyHex: string;
+  /** The 16 bytes of ENCRYPTION_KEY; the caller zeroes them once the provider is built. */
+  encryptionKey: Uint8Array;
 }
 
 // Changing this label changes every derived key: a new label needs a new blob
 // format or key version, never an in-place edit.
 const ROOT_KEK_INFO = 'vault-standalone/root-kek/v1';
 
+export const ENCRYPTION_KEY_BYTES = 16;
+
+// No regular expression: a successful match leaves its subject in the engine's
+// last-match state (RegExp.input), a reference to the key string nobody can drop.
 export function isValidEncryptionKey(hex: string): boolean {
-  return typeof hex === 'string' && /^[0-9a-fA-F]{32}$/.test(hex);
+  if (typeof hex !== 'string' || hex.length !== ENCRYPTION_KEY_BYTES * 2) return false;
+  for (let i = 0; i < hex.length; i++) {
+    const c = hex.charCodeAt(i);
+    const digit = c >= 0x30 && c <= 0x39;
+    const letter = (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46);
+    if (!digit && !letter) return false;
+  }
+  return true;
 }
 
 /** HKDF-SHA-256(ikm = the 16 key bytes, salt = empty, info = ROOT_KEK_INFO) → 32 bytes. */
-export function deriveRootKek(encryptionKeyHex: string): Buffer {
-  if (!isValidEncryptionKey(encryptionKeyHex)) throw new RangeError('encryption key must be 32 hex characters');
-  const ikm = Buffer.from(encryptionKeyHex, 'hex');
-  const kek = Buffer.from(hkdfSync('sha256', ikm, Buffer.alloc(0), ROOT_KEK_INFO, 32));
-  ikm.fill(0);
-  return kek;
+export function deriveRootKek(encryptionKey: Uint8Array): Buffer {
+  if (!(encryptionKey instanceof Uint8Array) || encryptionKey.byteLength !== ENCRYPTION_KEY_BYTES) {
+    throw new RangeError('encryption key must be 16 bytes');
+  }
+  return Buffer.from(hkdfSync('sha256', encryptionKey, Buffer.alloc(0), ROOT_KEK_INFO, 32));
 }
 
 export class LocalKeyProvider implements KeyProvider {
@@ -54,7 +65,7 @@ export class LocalKeyProvider implements KeyProvider {
         throw new RangeError('root key version must be a positive uint32');
       }
       if (keks.has(k.version)) throw new RangeError('duplicate root key version');
-      keks.set(k.version, deriveRootKek(k.encryptionKeyHex));
+      keks.set(k.version, deriveRootKek(k.encryptionKey));
     }
     if (!keks.has(currentVersion)) throw new RangeError('current root key version is not loaded');
     this.#keks = keks;

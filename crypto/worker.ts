@@ -4,30 +4,37 @@
 // Expected failures are returned as { ok: false, code }, never thrown: an Error
 // crossing the thread boundary loses its code, and its message could carry input.
 import { createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
-import { isMainThread, workerData } from 'node:worker_threads';
+import { isMainThread, threadId } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { open, seal } from './blob.js';
-import { LocalKeyProvider, type KeyProvider } from './keyProvider.js';
-
-export interface WorkerData {
-  rootKeys: Array<{ version: number; keyHex: string }>;
-  currentVersion: number;
-}
+import { ENCRYPTION_KEY_BYTES, LocalKeyProvider, type KeyProvider } from './keyProvider.js';
 
 export type ErrorCode = 'OPEN_FAILED' | 'UNWRAP_FAILED' | 'BAD_TASK' | 'KEY_UNAVAILABLE';
 export interface Failure { ok: false; code: ErrorCode; index?: number }
 
 // Buffers arrive as Uint8Array: structured clone drops the Buffer prototype.
 export type Task =
-  | { op: 'ping' }
+  | InitTask
   | { op: 'generateDataKey'; keyAad: string }
   | { op: 'seal'; wrappedKey: Uint8Array; keyAad: string; items: Array<{ plaintext: string; aad: string }> }
   | { op: 'open'; wrappedKey: Uint8Array; keyAad: string; items: Array<{ blob: Uint8Array; aad: string }> }
   | { op: 'mac'; wrappedKey: Uint8Array; keyAad: string; message: string }
   | { op: 'rewrap'; wrapped: Uint8Array; keyAad: string; toVersion: number };
 
+/** Keys a worker, once; see init(). */
+export interface InitTask {
+  op: 'init';
+  /** ENCRYPTION_KEY bytes, 16 per entry of `versions`, in a buffer moved to this thread alone. */
+  keys: Uint8Array;
+  versions: number[];
+  currentVersion: number;
+  /** [0] counts the init tasks taken so far; shared by the whole pool. */
+  taken: Int32Array;
+  workers: number;
+}
+
 export interface Results {
-  ping: { ok: true };
+  init: { ok: true; threadId: number };
   generateDataKey: { ok: true; wrapped: Uint8Array };
   seal: { ok: true; blobs: Uint8Array[] };
   open: { ok: true; values: string[] };
@@ -41,23 +48,41 @@ const DATA_KEY_VERSION = 1;
 const MAC_INFO = 'vault-standalone/mac/v1';
 const CACHE_MAX = 1024;
 
-// Built once at worker start (piscina preloads this file), never on the main
-// thread: importing this module there only defines functions.
-const provider: KeyProvider | null = isMainThread ? null : loadProvider(workerData);
+// Set once, by this thread's init task; on the main thread, never.
+let provider: KeyProvider | null = null;
 
-function loadProvider(data: unknown): KeyProvider | null {
-  try {
-    const d = data as WorkerData;
-    const p = new LocalKeyProvider(
-      d.rootKeys.map((k) => ({ version: k.version, encryptionKeyHex: k.keyHex })),
-      d.currentVersion,
-    );
-    // Drop this thread's reference to the hex (piscina keeps the same object).
-    for (const k of d.rootKeys) k.keyHex = '';
-    return p;
-  } catch {
-    return null;
+// Atomics.waitAsync is in Node 20 but not in the ES2023 library types.
+type WaitAsync = (a: Int32Array, index: number, value: number) => { async: boolean; value: Promise<unknown> | string };
+const waitAsync = (Atomics as unknown as { waitAsync: WaitAsync }).waitAsync;
+
+// The pool starts N workers with no key material and sends N init tasks. Each one
+// waits here until all N have been taken: a worker runs one task at a time, so a
+// worker still inside its init task cannot take a second one, and every worker
+// gets exactly one. The key bytes are zeroed as soon as the provider is built.
+async function init(t: InitTask): Promise<Results['init'] | Failure> {
+  if (!isBytes(t.keys) || !Array.isArray(t.versions) || !(t.taken instanceof Int32Array) || !Number.isInteger(t.workers)) {
+    return fail('BAD_TASK');
   }
+  try {
+    if (isMainThread || provider !== null) return fail('BAD_TASK');
+    if (t.keys.byteLength !== t.versions.length * ENCRYPTION_KEY_BYTES) return fail('BAD_TASK');
+    const rootKeys = t.versions.map((version, i) => ({
+      version,
+      encryptionKey: t.keys.subarray(i * ENCRYPTION_KEY_BYTES, (i + 1) * ENCRYPTION_KEY_BYTES),
+    }));
+    provider = new LocalKeyProvider(rootKeys, t.currentVersion);
+  } catch {
+    return fail('KEY_UNAVAILABLE');
+  } finally {
+    t.keys.fill(0);
+  }
+  Atomics.add(t.taken, 0, 1);
+  Atomics.notify(t.taken, 0);
+  for (let seen = Atomics.load(t.taken, 0); seen < t.workers; seen = Atomics.load(t.taken, 0)) {
+    const wait = waitAsync(t.taken, 0, seen);
+    if (wait.async) await wait.value;
+  }
+  return { ok: true, threadId };
 }
 
 // Unwrapped data keys, least recently used first (Map keeps insertion order).
@@ -106,17 +131,17 @@ export default async function handle(task: unknown): Promise<Results[keyof Resul
 }
 
 async function dispatch(t: Task): Promise<Results[keyof Results] | Failure> {
-  if (provider === null) return fail('KEY_UNAVAILABLE');
   if (t === null || typeof t !== 'object') return fail('BAD_TASK');
+  if (t.op === 'init') return init(t);
+  // A worker the pool started to replace a lost one has no keys, and never will.
+  const keyProvider = provider;
+  if (keyProvider === null) return fail('KEY_UNAVAILABLE');
 
   switch (t.op) {
-    case 'ping':
-      return { ok: true };
-
     case 'generateDataKey': {
       if (!isStr(t.keyAad)) return fail('BAD_TASK');
       const key = randomBytes(32);
-      const wrapped = await provider.wrap(key, t.keyAad);
+      const wrapped = await keyProvider.wrap(key, t.keyAad);
       key.fill(0);
       return { ok: true, wrapped };
     }
@@ -124,7 +149,7 @@ async function dispatch(t: Task): Promise<Results[keyof Results] | Failure> {
     case 'seal': {
       if (!isBytes(t.wrappedKey) || !isStr(t.keyAad) || !Array.isArray(t.items)) return fail('BAD_TASK');
       if (!t.items.every((i) => isStr(i?.plaintext) && isStr(i.aad))) return fail('BAD_TASK');
-      const key = await dataKey(provider, asBuffer(t.wrappedKey), t.keyAad);
+      const key = await dataKey(keyProvider, asBuffer(t.wrappedKey), t.keyAad);
       if (key === null) return fail('UNWRAP_FAILED');
       const blobs = t.items.map((i) => seal(key, DATA_KEY_VERSION, Buffer.from(i.plaintext, 'utf8'), i.aad));
       return transferring({ ok: true, blobs }, blobs);
@@ -134,7 +159,7 @@ async function dispatch(t: Task): Promise<Results[keyof Results] | Failure> {
     case 'open': {
       if (!isBytes(t.wrappedKey) || !isStr(t.keyAad) || !Array.isArray(t.items)) return fail('BAD_TASK');
       if (!t.items.every((i) => isBytes(i?.blob) && isStr(i.aad))) return fail('BAD_TASK');
-      const key = await dataKey(provider, asBuffer(t.wrappedKey), t.keyAad);
+      const key = await dataKey(keyProvider, asBuffer(t.wrappedKey), t.keyAad);
       if (key === null) return fail('UNWRAP_FAILED');
       const byVersion = (v: number) => (v === DATA_KEY_VERSION ? key : undefined);
       const values: string[] = [];
@@ -150,7 +175,7 @@ async function dispatch(t: Task): Promise<Results[keyof Results] | Failure> {
     // under the data key itself.
     case 'mac': {
       if (!isBytes(t.wrappedKey) || !isStr(t.keyAad) || !isStr(t.message)) return fail('BAD_TASK');
-      const key = await dataKey(provider, asBuffer(t.wrappedKey), t.keyAad);
+      const key = await dataKey(keyProvider, asBuffer(t.wrappedKey), t.keyAad);
       if (key === null) return fail('UNWRAP_FAILED');
       const macKey = Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), MAC_INFO, 32));
       return { ok: true, mac: createHmac('sha256', macKey).update(t.message, 'utf8').digest() };
@@ -159,10 +184,10 @@ async function dispatch(t: Task): Promise<Results[keyof Results] | Failure> {
     // Not cached: rotation touches each key once.
     case 'rewrap': {
       if (!isBytes(t.wrapped) || !isStr(t.keyAad) || !Number.isInteger(t.toVersion)) return fail('BAD_TASK');
-      if (!provider.versions.includes(t.toVersion)) return fail('KEY_UNAVAILABLE');
-      const key = await provider.unwrap(asBuffer(t.wrapped), t.keyAad);
+      if (!keyProvider.versions.includes(t.toVersion)) return fail('KEY_UNAVAILABLE');
+      const key = await keyProvider.unwrap(asBuffer(t.wrapped), t.keyAad);
       if (key === null) return fail('UNWRAP_FAILED');
-      const wrapped = await provider.wrap(key, t.keyAad, t.toVersion);
+      const wrapped = await keyProvider.wrap(key, t.keyAad, t.toVersion);
       key.fill(0);
       return { ok: true, wrapped };
     }

@@ -41,6 +41,7 @@ const schema = z.object({
 
 export interface Config {
   nodeEnv: string;
+  /** Deleted by createServices once the crypto workers hold the key. */
   encryptionKey: string;
   authSecret: Buffer;
   port: number;

@@ -34,6 +34,8 @@ export interface Services {
   close(): Promise<void>;
 }
 
+export const CRYPTO_WORKER_LOST = 'a crypto worker stopped; exiting so the service restarts with its keys';
+
 export interface Logger {
   info(msg: string): void;
   warn(msg: string): void;
@@ -64,8 +66,17 @@ export async function createServices(config: Config, log: Logger): Promise<Servi
       encryptionKeyHex: config.encryptionKey,
       rootKeyVersion: versions[0] ?? 1,
       threads: config.cryptoThreads,
+      // A lost worker cannot be re-keyed in this process; a restart loads the keys again.
+      onFatal: () => {
+        log.error(CRYPTO_WORKER_LOST);
+        process.exit(1);
+      },
     });
     cleanups.push(() => crypto.close());
+    // The workers hold the key now. Drop the main thread's references to the string
+    // (it cannot be zeroed; unreachable, it is collected).
+    delete (config as Partial<Config>).encryptionKey;
+    delete process.env.ENCRYPTION_KEY;
     const keyring = await openKeyring(store, crypto);
 
     const namespace = config.redisUrl ? (await store.organizations.ensureDefault()).id : undefined;

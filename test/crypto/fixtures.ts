@@ -1,6 +1,7 @@
-// Shared by the crypto tests: two unrelated ENCRYPTION_KEYs and a pool that the
-// test closes when it ends.
+// Shared by the crypto tests: two unrelated ENCRYPTION_KEYs, a pool that the test
+// closes when it ends, and a way to reach a pool's worker threads.
 import type { Test } from 'tap';
+import { Piscina } from 'piscina';
 import { createCrypto, CryptoError, type Crypto, type CryptoOptions } from '../../crypto/index.js';
 
 export const KEY_A = '00112233445566778899aabbccddeeff';
@@ -22,4 +23,25 @@ export async function codeOf(t: Test, p: Promise<unknown>): Promise<string | und
   }
   t.fail('expected a rejection');
   return undefined;
+}
+
+/**
+ * Runs `start` and returns what it made, with the first piscina pool that ran a task
+ * meanwhile. crypto/ exposes no pool; a test that must stop a worker, as a crash
+ * would, finds it here (piscina's `threads`) instead.
+ */
+export async function withPool<T>(start: () => Promise<T>): Promise<{ made: T; pool: Piscina }> {
+  const run = Piscina.prototype.run;
+  let pool: Piscina | undefined;
+  Piscina.prototype.run = function (this: Piscina, ...args: Parameters<Piscina['run']>) {
+    pool ??= this;
+    return run.apply(this, args);
+  };
+  try {
+    const made = await start();
+    if (pool === undefined) throw new Error('no pool ran a task');
+    return { made, pool };
+  } finally {
+    Piscina.prototype.run = run;
+  }
 }

@@ -1,40 +1,61 @@
 // The real entry point as a process: configuration messages and exit codes, the
-// development keys of a fresh clone, and refusal to start with the wrong key.
+// development keys of a fresh clone, refusal to start with the wrong key, no
+// ENCRYPTION_KEY left on the main thread after start-up, and an exit when a crypto
+// worker is lost.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import t from 'tap';
 
 const MAIN = fileURLToPath(new URL('../../server/main.js', import.meta.url));
+const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}.js`, import.meta.url));
 
 interface Run {
   exit: Promise<{ code: number | null; stdout: string; stderr: string }>;
   listening: Promise<string>;
-  kill(): void;
+  /** Resolves with the first match of `pattern` in stdout. */
+  output(pattern: RegExp): Promise<RegExpExecArray>;
+  kill(signal?: NodeJS.Signals): void;
 }
 
-function run(env: Record<string, string>): Run {
-  const child = spawn(process.execPath, [MAIN], {
+function run(env: Record<string, string>, nodeArgs: string[] = [], cwd?: string): Run {
+  const child = spawn(process.execPath, [...nodeArgs, MAIN], {
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', CRYPTO_THREADS: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    cwd,
   });
   let stdout = '';
   let stderr = '';
-  let onListen: (url: string) => void;
-  const listening = new Promise<string>((resolve) => (onListen = resolve));
+  const waiting: Array<{ pattern: RegExp; resolve: (m: RegExpExecArray) => void }> = [];
+  const check = () => {
+    for (const w of [...waiting]) {
+      const m = w.pattern.exec(stdout);
+      if (m) {
+        waiting.splice(waiting.indexOf(w), 1);
+        w.resolve(m);
+      }
+    }
+  };
   child.stdout.on('data', (d) => {
     stdout += d;
-    const m = /listening on (http:\/\/[\d.]+:\d+)/.exec(stdout);
-    if (m) onListen(m[1]!);
+    check();
   });
   child.stderr.on('data', (d) => (stderr += d));
   const exit = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
     child.on('exit', (code) => resolve({ code, stdout, stderr })),
   );
-  return { exit, listening, kill: () => child.kill('SIGTERM') };
+  const output = (pattern: RegExp) =>
+    new Promise<RegExpExecArray>((resolve, reject) => {
+      waiting.push({ pattern, resolve });
+      check();
+      void exit.then((r) => reject(new Error(`exited ${r.code} before ${pattern}: ${r.stderr}`)));
+    });
+  const listening = output(/listening on (http:\/\/[\d.]+:\d+)/).then((m) => m[1]!);
+  listening.catch(() => {}); // tests that expect an exit never wait for it
+  return { exit, listening, output, kill: (signal = 'SIGTERM') => child.kill(signal) };
 }
 
 function tempDir(t: Tap): string {
@@ -102,4 +123,39 @@ t.test('fresh clone: development keys generated once (0600), service up, wrong k
   const wrong = await run({ DATA_DIR: dir, ENCRYPTION_KEY: key() }).exit;
   t.not(wrong.code, 0);
   t.match(wrong.stderr, /ENCRYPTION_KEY does not match the key this database was encrypted with/);
+});
+
+t.test('after start-up, the ENCRYPTION_KEY is nowhere in the main thread\'s heap', async (t) => {
+  const dir = tempDir(t);
+  const encryptionKey = key();
+  const server = run({ NODE_ENV: 'production', ENCRYPTION_KEY: encryptionKey, AUTH_SECRET: secret(), DATA_DIR: dir }, [
+    '--expose-gc',
+    '--import',
+    pathToFileURL(fixture('heapSnapshotOnSignal')).href,
+  ], dir);
+  t.teardown(() => server.kill());
+  const url = await server.listening;
+  t.equal((await fetch(`${url}/api/status`)).status, 200, 'serving');
+  server.kill('SIGUSR2');
+  const m = await server.output(/heap snapshot: (.*)\n/);
+  const { file, control } = JSON.parse(m[1]!) as { file: string; control: string };
+  const { strings } = JSON.parse(readFileSync(file, 'utf8')) as { strings: string[] };
+  rmSync(file);
+  const holds = (needle: string) => strings.some((s) => s.includes(needle));
+  t.ok(holds(control), 'the search finds a key-shaped string that is still reachable');
+  t.notOk(holds(encryptionKey), 'not as the hex string');
+  t.notOk(holds(encryptionKey.toUpperCase()), 'not as upper-case hex');
+  t.notOk(holds(Buffer.from(encryptionKey, 'hex').toString('latin1')), 'not as its bytes in a string');
+  server.kill();
+  t.equal((await server.exit).code, 0, 'and it still shuts down cleanly');
+});
+
+t.test('a crypto worker lost after start-up: the service exits non-zero, saying why', async (t) => {
+  const server = run({ DATA_DIR: tempDir(t) }, ['--import', pathToFileURL(fixture('killCryptoWorker')).href]);
+  t.teardown(() => server.kill());
+  await server.listening;
+  server.kill('SIGUSR2');
+  const r = await server.exit;
+  t.equal(r.code, 1);
+  t.match(r.stderr, 'a crypto worker stopped; exiting so the service restarts with its keys');
 });

@@ -1,0 +1,45 @@
+// After start-up the main thread's heap holds no root key: not the caller's hex
+// string, not a copy of it, not its bytes as a string. Checked in a heap snapshot of
+// a child process that made its keys in a scope that has ended.
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const FIXTURE = fileURLToPath(new URL('./fixtures/mainHeapKeys.js', import.meta.url));
+
+interface Report {
+  file: string;
+  control: string;
+  keys: string[];
+}
+
+function runFixture(dir: string): Promise<Report> {
+  const child = spawn(process.execPath, ['--expose-gc', FIXTURE, dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  return new Promise((resolve, reject) =>
+    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(stdout) as Report) : reject(new Error(`fixture exited ${code}: ${stderr}`)))),
+  );
+}
+
+t.test('no root key in a heap snapshot of the main thread after start-up', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'vault-heap-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const report = await runFixture(dir);
+  const { strings } = JSON.parse(readFileSync(report.file, 'utf8')) as { strings: string[] };
+  const holds = (needle: string) => strings.some((s) => s.includes(needle));
+
+  t.ok(holds(report.control), 'the search finds a key-shaped string that is still reachable');
+  t.equal(report.keys.length, 2);
+  for (const [i, hex] of report.keys.entries()) {
+    const name = i === 0 ? 'current key' : 'previous key';
+    t.notOk(holds(hex), `${name}: not as the hex string`);
+    t.notOk(holds(hex.toUpperCase()), `${name}: not as upper-case hex`);
+    t.notOk(holds(Buffer.from(hex, 'hex').toString('latin1')), `${name}: not as its bytes in a string`);
+  }
+});
