@@ -69,7 +69,10 @@ export async function createServices(config: Config, log: Logger): Promise<Servi
     const keyring = await openKeyring(store, crypto);
 
     const namespace = config.redisUrl ? (await store.organizations.ensureDefault()).id : undefined;
-    const bus = config.redisUrl ? await redisBus(config.redisUrl, { namespace, log: (m) => log.warn(m) }) : memoryBus();
+    // Start-up waits for Redis as it does for the database (the chart starts both beside the service).
+    const bus = config.redisUrl
+      ? await redisBus(config.redisUrl, { namespace, waitMs: config.dbWaitMs, log: (m) => log.warn(m) })
+      : memoryBus();
     cleanups.push(() => bus.close());
     const caches = createCaches(bus);
     const access = accessControl({ store, caches });
