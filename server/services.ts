@@ -3,6 +3,7 @@ import { createCrypto, type Crypto } from '../crypto/index.js';
 import { memoryBus, redisBus, type CacheBus } from '../storage/cache.js';
 import { connectDatabase, type Database } from '../storage/db.js';
 import { createStore, type Store } from '../storage/index.js';
+import { sweepAccessTokens } from '../storage/identities.js';
 import { migrate } from '../storage/migrate.js';
 import { authenticator, type Authenticator } from './auth/authenticate.js';
 import { identityTokens, userSessionTokens } from './auth/tokens.js';
@@ -42,6 +43,37 @@ export interface Logger {
   error(msg: string): void;
 }
 
+/** Access-token rows are kept this long after revocation or expiry (for inspection), then deleted. */
+const ACCESS_TOKEN_GRACE_SECONDS = 24 * 3600;
+const ACCESS_TOKEN_SWEEP_MS = 5 * 60_000;
+
+/** Runs `task` now and every `ms` after it finished; stop() waits for a run in progress. */
+function periodically(ms: number, task: () => Promise<void>, onError: (err: unknown) => void) {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  let running: Promise<void> = Promise.resolve();
+  const run = () => {
+    running = task()
+      .catch(onError)
+      .finally(() => {
+        if (!stopped) timer = setTimeout(run, ms).unref();
+      });
+  };
+  run();
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}
+
+function describe(err: unknown): string {
+  const e = err as { code?: string; message?: string };
+  return e.code ?? e.message ?? 'unknown error';
+}
+
 export async function createServices(config: Config, log: Logger): Promise<Services> {
   const cleanups: Array<() => Promise<void>> = [];
   const close = async () => {
@@ -79,8 +111,17 @@ export async function createServices(config: Config, log: Logger): Promise<Servi
     delete process.env.ENCRYPTION_KEY;
     const keyring = await openKeyring(store, crypto);
 
+    const sweep = periodically(ACCESS_TOKEN_SWEEP_MS, async () => {
+      const deleted = await sweepAccessTokens(db.sql, { graceSeconds: ACCESS_TOKEN_GRACE_SECONDS });
+      if (deleted > 0) log.info(`access tokens: deleted ${deleted} revoked or expired more than a day ago`);
+    }, (err) => log.warn(`access tokens: sweep failed (${describe(err)}); retrying later`));
+    cleanups.push(sweep.stop);
+
     const namespace = config.redisUrl ? (await store.organizations.ensureDefault()).id : undefined;
-    const bus = config.redisUrl ? await redisBus(config.redisUrl, { namespace, log: (m) => log.warn(m) }) : memoryBus();
+    // Start-up waits for Redis as it does for the database (the chart starts both beside the service).
+    const bus = config.redisUrl
+      ? await redisBus(config.redisUrl, { namespace, waitMs: config.dbWaitMs, log: (m) => log.warn(m) })
+      : memoryBus();
     cleanups.push(() => bus.close());
     const caches = createCaches(bus);
     const access = accessControl({ store, caches });

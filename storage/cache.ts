@@ -6,12 +6,26 @@ import { Redis } from 'ioredis';
 
 export type InvalidationHandler = (topic: string, key: string) => void;
 
-export interface CacheBus {
+/**
+ * What a cache needs to know to fail closed: whether this replica hears every
+ * invalidation the others publish right now. A cache bypasses itself while `live` is
+ * false and drops every entry stored under an older `epoch`.
+ */
+export interface InvalidationFeed {
+  readonly live: boolean;
+  /** Changes whenever `live` does, and when another replica asks everyone to flush. */
+  readonly epoch: number;
+}
+
+export interface CacheBus extends InvalidationFeed {
   readonly kind: 'memory' | 'redis';
-  /** Applies locally at once, then tells the other replicas. */
+  /**
+   * Applies locally at once, then tells the other replicas. Never rejects: the change
+   * it announces has been committed already (see redisBus for what a failure means).
+   */
   publish(topic: string, key: string): Promise<void>;
   subscribe(handler: InvalidationHandler): void;
-  /** Called whenever invalidations may have been missed (reconnect): drop everything. */
+  /** Called whenever invalidations may have been missed (link lost, link back, flush asked): drop everything. */
   onReset(handler: () => void): void;
   close(): Promise<void>;
 }
@@ -20,6 +34,8 @@ export function memoryBus(): CacheBus {
   const handlers: InvalidationHandler[] = [];
   return {
     kind: 'memory',
+    live: true,
+    epoch: 0,
     async publish(topic, key) {
       for (const h of handlers) h(topic, key);
     },
@@ -29,8 +45,10 @@ export function memoryBus(): CacheBus {
   };
 }
 
-/** How long a publisher waits for the other replicas to confirm an invalidation. */
+/** How long a publisher waits for Redis, and then for the other replicas, to confirm an invalidation. */
 export const ACK_TIMEOUT_MS = 2_000;
+/** How often the subscriber proves that Redis still answers it (a hung Redis or a silent partition closes nothing). */
+export const HEARTBEAT_MS = 5_000;
 
 export interface RedisBusOptions {
   /**
@@ -40,7 +58,12 @@ export interface RedisBusOptions {
   namespace?: string;
   log?: (msg: string) => void;
   ackTimeoutMs?: number;
+  heartbeatMs?: number;
+  /** How long start-up waits (with backoff) for an unreachable Redis. */
+  waitMs?: number;
 }
+
+type Message = { o?: unknown; t?: unknown; k?: unknown; i?: unknown; flush?: unknown };
 
 /**
  * Invalidation across replicas. publish() resolves only once every other replica that
@@ -49,10 +72,22 @@ export interface RedisBusOptions {
  * force on every replica's very next request: a role downgrade or a revoked secret
  * cannot slip through on a replica whose pub/sub message is still in flight. A replica
  * that does not answer within ackTimeoutMs (dead, partitioned) is logged and not waited
- * for; when it reconnects it drops all its caches (onReset).
+ * for.
+ *
+ * Fail closed: while this replica's subscriber is not connected and subscribed, `live`
+ * is false and every cache bound to the bus is flushed and bypassed (reads go to the
+ * database); when it is subscribed again, caches are flushed once more and resume. So
+ * a change committed while Redis is unreachable is never served stale by a replica
+ * that cannot hear about it.
+ *
+ * A publish that cannot reach Redis (down, hung) is logged and resolves: the change is
+ * committed and the replicas that lost Redis too are not caching. What remains is a
+ * partition that cuts off only the publisher: replicas still linked to Redis may serve
+ * their cached entry until its TTL, or until the publisher reaches Redis again and asks
+ * every replica to flush (whichever comes first).
  */
 export async function redisBus(url: string, opts: RedisBusOptions = {}): Promise<CacheBus> {
-  const { log, ackTimeoutMs = ACK_TIMEOUT_MS } = opts;
+  const { log, ackTimeoutMs = ACK_TIMEOUT_MS, heartbeatMs = HEARTBEAT_MS } = opts;
   const prefix = `vault-standalone:${opts.namespace ?? 'default'}`;
   const channel = `${prefix}:invalidate`;
   const origin = randomUUID();
@@ -61,76 +96,226 @@ export async function redisBus(url: string, opts: RedisBusOptions = {}): Promise
   const resets: Array<() => void> = [];
   const waiting = new Map<number, { acks: number; expected: number; done: () => void }>();
   let seq = 0;
-  const options = { lazyConnect: true, maxRetriesPerRequest: 2, enableOfflineQueue: true };
+  let starting = true;
+  let closed = false;
+  const options = {
+    lazyConnect: true,
+    // No queueing and no retries of a command: a command that cannot be sent fails at
+    // once instead of holding a request while Redis is away.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    // The subscription is renewed by hand on 'ready', so that `live` turns true only once
+    // SUBSCRIBE has been answered.
+    autoResubscribe: false,
+    // During start-up the wait loop below retries; afterwards ioredis reconnects forever.
+    retryStrategy: (times: number) => (starting ? null : Math.min(times * 100, 2_000)),
+  };
   const pub = new Redis(url, options);
   const sub = new Redis(url, options);
-  for (const c of [pub, sub]) c.on('error', (err: Error & { code?: string }) => log?.(`redis: ${err.code ?? err.message}`));
-  await pub.connect();
-  await sub.connect();
+  let lastError = 'no answer';
+  for (const c of [pub, sub]) c.on('error', (err: Error) => void (lastError = describe(err)));
+  const connectAndSubscribe = async () => {
+    for (const c of [pub, sub]) if (c.status !== 'ready') await c.connect();
+    await sub.subscribe(channel, ackChannel);
+  };
+
+  const bus = {
+    kind: 'redis' as const,
+    live: false,
+    epoch: 0,
+    subscribe: (h: InvalidationHandler) => void handlers.push(h),
+    onReset: (r: () => void) => void resets.push(r),
+    publish,
+    close,
+  };
+
+  function resetAll() {
+    bus.epoch++;
+    for (const r of resets) r();
+  }
+
+  // --- the subscriber: `live` follows it ---
+  let connection = 0; // bumped on every close, so an answer from an older connection is ignored
+  function linkLost(reason: string) {
+    connection++;
+    if (!bus.live) return;
+    bus.live = false;
+    resetAll();
+    if (!closed) log?.(`redis: invalidation link lost (${reason}); caches bypassed until it is back`);
+  }
+  sub.on('close', () => linkLost('connection closed'));
+  sub.on('end', () => linkLost('connection closed'));
+  sub.on('ready', () => {
+    if (starting || closed) return;
+    const mine = connection;
+    sub.subscribe(channel, ackChannel).then(
+      () => {
+        if (mine !== connection || closed) return;
+        bus.live = true;
+        resetAll();
+        log?.('redis: invalidation link back; caches flushed and in use again');
+      },
+      () => {}, // the connection dropped again: 'close' follows
+    );
+  });
   sub.on('message', (from: string, message: string) => {
     if (from === ackChannel) {
       const w = waiting.get(Number(message));
       if (w && ++w.acks >= w.expected) w.done();
       return;
     }
-    let msg: { o?: unknown; t?: unknown; k?: unknown; i?: unknown };
+    let msg: Message;
     try {
       msg = JSON.parse(message);
     } catch {
       return;
     }
-    if (msg.o === origin || typeof msg.o !== 'string' || typeof msg.t !== 'string' || typeof msg.k !== 'string') return;
+    if (msg.o === origin || typeof msg.o !== 'string') return;
+    if (msg.flush === true) return resetAll();
+    if (typeof msg.t !== 'string' || typeof msg.k !== 'string') return;
     for (const h of handlers) h(msg.t, msg.k);
     if (typeof msg.i === 'number') {
-      pub.publish(`${prefix}:ack:${msg.o}`, String(msg.i)).catch((err: Error) => log?.(`redis: acknowledgement failed: ${err.message}`));
+      pub.publish(`${prefix}:ack:${msg.o}`, String(msg.i)).catch((err: Error) => log?.(`redis: acknowledgement failed: ${describe(err)}`));
     }
   });
-  // After a reconnect we may have missed messages: every cache starts over.
-  let first = true;
-  sub.on('ready', () => {
-    if (first) return void (first = false);
-    for (const r of resets) r();
-  });
-  await sub.subscribe(channel, ackChannel);
-  first = false;
-  return {
-    kind: 'redis',
-    async publish(topic, key) {
-      for (const h of handlers) h(topic, key);
-      const id = ++seq;
-      // Registered before publishing: an acknowledgement may overtake PUBLISH's reply.
-      let done!: () => void;
-      const confirmed = new Promise<void>((resolve) => (done = resolve));
-      const w = { acks: 0, expected: Number.POSITIVE_INFINITY, done };
-      waiting.set(id, w);
+
+  // --- the publisher: invalidations that could not be sent become one flush request ---
+  let unsent = 0;
+  let flushing: Promise<void> | undefined;
+  function sendFlush(): Promise<void> {
+    if (flushing) return flushing;
+    if (unsent === 0 || pub.status !== 'ready' || closed) return Promise.resolve();
+    const attempt = (async () => {
       try {
-        const receivers = await pub.publish(channel, JSON.stringify({ o: origin, t: topic, k: key, i: id }));
-        w.expected = receivers - 1; // our own subscriber counts too
-        if (w.acks >= w.expected) return;
-        let timer: NodeJS.Timeout | undefined;
-        const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), ackTimeoutMs)));
-        if (await Promise.race([confirmed.then(() => false), late])) {
-          log?.(`redis: ${w.expected - w.acks} of ${w.expected} replicas did not confirm an invalidation within ${ackTimeoutMs} ms`);
+        // Invalidations skipped while a flush was in flight need a flush sent after them.
+        while (unsent > 0 && pub.status === 'ready' && !closed) {
+          const count = unsent;
+          await within(ackTimeoutMs, pub.publish(channel, JSON.stringify({ o: origin, flush: true })));
+          unsent -= count;
+          log?.(`redis: reachable again; asked every replica to flush its caches (${count} invalidation(s) could not be sent)`);
         }
-        clearTimeout(timer);
-      } finally {
-        waiting.delete(id);
+      } catch {
+        // Still unreachable: the next reconnect or heartbeat tries again.
       }
-    },
-    subscribe: (h) => void handlers.push(h),
-    onReset: (r) => void resets.push(r),
-    async close() {
-      for (const w of waiting.values()) w.done();
-      sub.disconnect();
-      pub.disconnect();
-    },
-  };
+    })();
+    flushing = attempt.finally(() => (flushing = undefined));
+    return flushing;
+  }
+  pub.on('ready', () => void (!starting && sendFlush()));
+
+  function notSent(reason: string) {
+    if (unsent++ === 0) {
+      log?.(`redis: could not send an invalidation to the other replicas (${reason}); the change stands, they are asked to flush when Redis is reachable`);
+    }
+  }
+
+  async function publish(topic: string, key: string) {
+    for (const h of handlers) h(topic, key);
+    if (closed) return;
+    // Redis just came back: the flush goes first, then this is sent and confirmed as usual.
+    if (unsent > 0 && flushing) await flushing;
+    // While earlier invalidations wait to be sent (Redis gone or hung), this one joins the
+    // flush that follows; retrying is left to the reconnect and the heartbeat.
+    if (unsent > 0 || pub.status !== 'ready') return notSent(pub.status === 'ready' ? 'earlier ones pending' : 'not connected');
+    const id = ++seq;
+    // Registered before publishing: an acknowledgement may overtake PUBLISH's reply.
+    let done!: () => void;
+    const confirmed = new Promise<void>((resolve) => (done = resolve));
+    const w = { acks: 0, expected: Number.POSITIVE_INFINITY, done };
+    waiting.set(id, w);
+    try {
+      let receivers: number;
+      try {
+        receivers = await within(ackTimeoutMs, pub.publish(channel, JSON.stringify({ o: origin, t: topic, k: key, i: id })));
+      } catch (err) {
+        return notSent(describe(err));
+      }
+      w.expected = receivers - (bus.live ? 1 : 0); // our own subscriber counts too, when subscribed
+      if (w.acks >= w.expected) return;
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), ackTimeoutMs)));
+      if (await Promise.race([confirmed.then(() => false), late])) {
+        log?.(`redis: ${w.expected - w.acks} of ${w.expected} replicas did not confirm an invalidation within ${ackTimeoutMs} ms`);
+      }
+      clearTimeout(timer);
+    } finally {
+      waiting.delete(id);
+    }
+  }
+
+  // --- heartbeat: a hung Redis or a silent partition closes no socket ---
+  const heartbeat = setInterval(() => {
+    if (bus.live) {
+      const mine = connection;
+      within(ackTimeoutMs, sub.ping()).catch(() => {
+        if (mine !== connection || closed) return;
+        linkLost(`no answer within ${ackTimeoutMs} ms`);
+        sub.disconnect(true);
+      });
+    }
+    void sendFlush();
+  }, heartbeatMs);
+  heartbeat.unref();
+
+  async function close() {
+    closed = true;
+    clearInterval(heartbeat);
+    for (const w of waiting.values()) w.done();
+    sub.disconnect();
+    pub.disconnect();
+  }
+
+  try {
+    await waitForRedis(connectAndSubscribe, opts.waitMs ?? 0, () => lastError, log);
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  starting = false;
+  bus.live = true;
+  return bus;
+}
+
+/**
+ * Connects with capped exponential backoff like waitForDatabase, so a first start while
+ * Redis is still coming up (it starts beside the service) waits instead of crash-looping.
+ */
+async function waitForRedis(attempt: () => Promise<void>, waitMs: number, lastError: () => string, log?: (msg: string) => void): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  let delay = 250;
+  for (;;) {
+    try {
+      await attempt();
+      return;
+    } catch {
+      if (Date.now() + delay > deadline) {
+        throw new Error(`redis unreachable after ${Math.round(waitMs / 1000)} s: ${lastError()}`);
+      }
+      log?.(`redis not reachable yet (${lastError()}); retrying in ${delay} ms`);
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 5_000);
+    }
+  }
+}
+
+function within<T>(ms: number, p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)));
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** An error's code or message: never a value (Redis errors carry no secret data, but stay terse). */
+function describe(err: unknown): string {
+  const e = err as { code?: string; message?: string };
+  return e.code ?? e.message ?? 'unknown error';
 }
 
 /**
  * A bounded read-through cache with single-flight loads and a generation counter, so a
  * load that raced an invalidation is never stored (it would otherwise be stale forever).
  * `ttlMs` is a backstop against a lost invalidation, not the consistency mechanism.
+ * With a `feed` (the bus), it fails closed: while the feed is not live every get loads
+ * afresh and nothing is stored, and entries from an older epoch are never served.
  */
 export class ReadThroughCache<V> {
   private readonly entries = new Map<string, { value: V; expires: number }>();
@@ -138,12 +323,26 @@ export class ReadThroughCache<V> {
   private generation = 0;
   private readonly keyGenerations = new Map<string, number>();
 
+  private epoch: number;
+
   constructor(
     private readonly maxEntries = 10_000,
     private readonly ttlMs = 60_000,
-  ) {}
+    private readonly feed?: InvalidationFeed,
+  ) {
+    this.epoch = feed?.epoch ?? 0;
+  }
 
   async get(key: string, load: () => Promise<V>): Promise<V> {
+    if (this.feed) {
+      // Not shared with other callers either: a load started before a change committed
+      // must not answer a request that came after it.
+      if (!this.feed.live) return load();
+      if (this.feed.epoch !== this.epoch) {
+        this.clear();
+        this.epoch = this.feed.epoch;
+      }
+    }
     const hit = this.entries.get(key);
     if (hit && hit.expires > Date.now()) return hit.value;
     const pending = this.inflight.get(key);
@@ -152,8 +351,8 @@ export class ReadThroughCache<V> {
     const startKeyGen = this.keyGenerations.get(key) ?? 0;
     const p = load().then(
       (value) => {
-        this.inflight.delete(key);
-        if (this.generation === startGen && (this.keyGenerations.get(key) ?? 0) === startKeyGen) {
+        if (this.inflight.get(key) === p) this.inflight.delete(key);
+        if (this.generation === startGen && (this.keyGenerations.get(key) ?? 0) === startKeyGen && this.feedUnchanged()) {
           if (this.entries.size >= this.maxEntries) {
             const oldest = this.entries.keys().next();
             if (!oldest.done) this.entries.delete(oldest.value);
@@ -163,12 +362,17 @@ export class ReadThroughCache<V> {
         return value;
       },
       (err) => {
-        this.inflight.delete(key);
+        if (this.inflight.get(key) === p) this.inflight.delete(key);
         throw err;
       },
     );
     this.inflight.set(key, p);
     return p;
+  }
+
+  /** The link did not drop (or come back) since this cache last looked. */
+  private feedUnchanged(): boolean {
+    return !this.feed || (this.feed.live && this.feed.epoch === this.epoch);
   }
 
   invalidate(key: string): void {

@@ -1,7 +1,7 @@
 // Machine identities, their Universal Auth settings, client secrets (as keyed hashes
 // only) and issued access tokens (for revocation).
 import { randomUUID } from 'node:crypto';
-import type { Queryable } from './db.js';
+import type { Queryable, Sql } from './db.js';
 
 export interface IdentityRow {
   id: string;
@@ -190,10 +190,38 @@ export function identitiesStore(sql: Queryable) {
       await sql`update identity_access_tokens set expires_at = ${expiresAt} where id = ${id}`;
     },
 
-    async deleteExpiredAccessTokens(): Promise<number> {
-      const rows = await sql`delete from identity_access_tokens where expires_at < now() - interval '1 day' returning id`;
-      return rows.length;
-    },
   };
 }
 export type IdentitiesStore = ReturnType<typeof identitiesStore>;
+
+const ACCESS_TOKEN_SWEEP_LOCK_ID = 74_820_117;
+
+/**
+ * Deletes access-token rows revoked or expired more than `graceSeconds` ago (one row
+ * per login would otherwise pile up forever: ESO logs in on every sync), in batches so
+ * no statement holds many row locks, and returns how many went. Deleting can never
+ * make a token valid again: a request is accepted only when its token's row exists,
+ * is not revoked and has not expired (liveAccessToken), so a missing row is refused
+ * like a revoked one. And a deleted row could never have become live again: revocation
+ * is final, and only renew extends expiry, which needs a live row. With several
+ * replicas, one sweeps at a time (the others find the lock taken and skip this round).
+ */
+export async function sweepAccessTokens(sql: Sql, opts: { graceSeconds: number; batchSize?: number }): Promise<number> {
+  const batchSize = opts.batchSize ?? 5_000;
+  let total = 0;
+  for (;;) {
+    const deleted = await sql.begin(async (tx) => {
+      const [lock] = await tx<{ taken: boolean }[]>`select pg_try_advisory_xact_lock(${ACCESS_TOKEN_SWEEP_LOCK_ID}) as taken`;
+      if (!lock!.taken) return -1;
+      const result = await tx`delete from identity_access_tokens where id in (
+          select id from identity_access_tokens
+          where expires_at < now() - make_interval(secs => ${opts.graceSeconds})
+             or revoked_at < now() - make_interval(secs => ${opts.graceSeconds})
+          limit ${batchSize})`;
+      return result.count;
+    });
+    if (deleted < 0) return total;
+    total += deleted;
+    if (deleted < batchSize) return total;
+  }
+}

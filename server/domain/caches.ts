@@ -26,12 +26,19 @@ export const topics = {
   identity: 'identity', // key: identity id
 } as const;
 
+/**
+ * How long an entry may live without an invalidation: the bound on staleness when a
+ * publisher alone is cut off from Redis while the other replicas are not.
+ */
+export const CACHE_TTL_MS = 60_000;
+
 export function createCaches(bus: CacheBus) {
+  // Bound to the bus: bypassed while this replica cannot hear the others' invalidations.
   const caches = {
-    projects: new ReadThroughCache<ProjectRecord | null>(1_000),
-    roles: new ReadThroughCache<Role | null>(50_000),
-    folders: new ReadThroughCache<FolderSnapshot | null>(10_000),
-    accessTokens: new ReadThroughCache<AccessTokenState | null>(100_000),
+    projects: new ReadThroughCache<ProjectRecord | null>(1_000, CACHE_TTL_MS, bus),
+    roles: new ReadThroughCache<Role | null>(50_000, CACHE_TTL_MS, bus),
+    folders: new ReadThroughCache<FolderSnapshot | null>(10_000, CACHE_TTL_MS, bus),
+    accessTokens: new ReadThroughCache<AccessTokenState | null>(100_000, CACHE_TTL_MS, bus),
   };
 
   bus.subscribe((topic, key) => {
@@ -61,6 +68,7 @@ export function createCaches(bus: CacheBus) {
         break;
     }
   });
+  // Frees the memory at once; the caches would also drop these entries on their next get.
   bus.onReset(() => {
     for (const c of Object.values(caches)) c.clear();
   });

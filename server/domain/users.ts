@@ -59,7 +59,7 @@ export async function usersDomain(deps: UsersDeps) {
   const { store, crypto, sessions, bus, lockout } = deps;
   // An unknown email is checked against this hash, so both failures take as long.
   const dummyHash = await crypto.hashPassword(randomBytes(16).toString('hex'));
-  const live = new ReadThroughCache<SessionState | null>(10_000, 30_000);
+  const live = new ReadThroughCache<SessionState | null>(10_000, 30_000, bus);
   bus.subscribe((topic, key) => topic === SESSION_TOPIC && live.invalidate(key));
   bus.onReset(() => live.clear());
 

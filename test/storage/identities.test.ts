@@ -1,0 +1,73 @@
+// The access-token sweep: rows revoked or expired more than a day ago are deleted (one
+// row per login would pile up forever), at start and periodically, one replica at a
+// time; a revoked token stays refused once its row is gone.
+import t from 'tap';
+import { startService } from '../../server/app.js';
+import { parseConfig } from '../../server/config.js';
+import { sweepAccessTokens } from '../../storage/identities.js';
+import { ESO_LIST_QUERY, request } from '../helpers/http.js';
+import { BACKENDS, login, quietLog, seedHomelab, testEnv } from '../helpers/service.js';
+
+const DAY = 24 * 3600;
+
+const tokenId = (jwt: string): string => JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString()).jti;
+
+for (const backend of BACKENDS) {
+  t.test(`access-token sweep (${backend})`, async (t) => {
+    const env = await testEnv(t, backend);
+    const first = await startService(parseConfig(env), quietLog);
+    let url = `http://127.0.0.1:${first.port}`;
+    const seeded = await seedHomelab(first.services);
+    const [revokedLongAgo, expiredLongAgo, revokedRecently, expiredRecently, live] = await Promise.all(
+      [1, 2, 3, 4, 5].map(() => login(url, seeded)),
+    );
+    for (const token of [revokedLongAgo!, revokedRecently!]) {
+      const r = await request(`${url}/api/v1/auth/token/revoke`, { method: 'POST', json: { accessToken: token } });
+      t.equal(r.status, 200);
+    }
+    // Time passes: move the rows' dates back (the JWTs themselves stay unexpired).
+    const sql = first.services.store.sql;
+    await sql`update identity_access_tokens set revoked_at = now() - interval '25 hours' where id = ${tokenId(revokedLongAgo!)}`;
+    await sql`update identity_access_tokens set expires_at = now() - interval '25 hours' where id = ${tokenId(expiredLongAgo!)}`;
+    await sql`update identity_access_tokens set expires_at = now() - interval '1 hour' where id = ${tokenId(expiredRecently!)}`;
+    await first.close();
+
+    // A new start sweeps at once.
+    let sweptLine!: (line: string) => void;
+    const swept = new Promise<string>((resolve) => (sweptLine = resolve));
+    const svc = await startService(parseConfig(env), { ...quietLog, info: (m) => /^access tokens:/.test(m) && sweptLine(m) });
+    t.teardown(() => svc.close());
+    const services = svc.services;
+    url = `http://127.0.0.1:${svc.port}`;
+    t.equal(await swept, 'access tokens: deleted 2 revoked or expired more than a day ago', 'counts only');
+    const remaining = await services.store.sql<{ id: string }[]>`select id from identity_access_tokens order by id`;
+    t.same(
+      remaining.map((r) => r.id),
+      [revokedRecently!, expiredRecently!, live!].map(tokenId).sort(),
+      'rows revoked or expired within the last day stay',
+    );
+
+    const read = (token: string) => request(`${url}/api/v3/secrets/raw?${ESO_LIST_QUERY}`, { token });
+    for (const [name, token] of [['revoked', revokedLongAgo!], ['expired', expiredLongAgo!]] as const) {
+      const r = await read(token);
+      t.equal(r.status, 401, `a ${name} token whose row was swept stays refused`);
+      t.equal(r.body.error, 'TokenError');
+      const renewed = await request(`${url}/api/v1/auth/token/renew`, { method: 'POST', json: { accessToken: token } });
+      t.equal(renewed.status, 401, `and cannot be renewed (${name})`);
+    }
+    const again = await request(`${url}/api/v1/auth/token/revoke`, { method: 'POST', json: { accessToken: revokedLongAgo } });
+    t.equal(again.status, 200, 'revoking a swept token again is still answered 200 (ESO retries)');
+    t.equal((await read(live!)).status, 200, 'a live token is untouched');
+    t.equal((await read(revokedRecently!)).status, 401);
+
+    // Two sweepers at once (two replicas) delete each row once; batches add up.
+    await services.store.sql`update identity_access_tokens set expires_at = now() - interval '2 days' where id <> ${tokenId(live!)}`;
+    const counts = await Promise.all([
+      sweepAccessTokens(services.store.sql, { graceSeconds: DAY, batchSize: 1 }),
+      sweepAccessTokens(services.store.sql, { graceSeconds: DAY, batchSize: 1 }),
+    ]);
+    t.equal(counts[0]! + counts[1]!, 2, `each row deleted once (${counts.join(' + ')})`);
+    t.equal(await sweepAccessTokens(services.store.sql, { graceSeconds: DAY }), 0, 'nothing left to sweep');
+    t.equal((await read(live!)).status, 200);
+  });
+}
