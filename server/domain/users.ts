@@ -9,6 +9,7 @@ import type { UserSessionTokens } from '../auth/tokens.js';
 import { AppError } from '../errors.js';
 import { auditActor, requireOrgAdmin, type Actor, type SystemActor } from './access.js';
 import { ReadThroughCache } from '../../storage/cache.js';
+import { CONTROL_CHARACTER, LONE_SURROGATE, validateName } from './text.js';
 
 export interface UserActor {
   kind: 'user';
@@ -46,6 +47,11 @@ const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
 const SESSION_TOPIC = 'user-session';
 const invalidLogin = () => new AppError('UNAUTHORIZED', 'Invalid login');
 
+const normaliseEmail = (raw: string) => raw.trim().toLowerCase();
+
+/** No account can have it (refused at creation), and PostgreSQL text cannot hold a NUL. */
+const impossibleEmail = (email: string) => CONTROL_CHARACTER.test(email) || LONE_SURROGATE.test(email);
+
 export interface UsersDeps {
   store: Store;
   crypto: Pick<Crypto, 'hashPassword' | 'verifyPassword'>;
@@ -64,12 +70,13 @@ export async function usersDomain(deps: UsersDeps) {
   bus.onReset(() => live.clear());
 
   function validateProfile(input: { email: string; password: string; firstName: string; lastName?: string }) {
-    const email = input.email.trim().toLowerCase();
-    if (!EMAIL.test(email)) throw new AppError('VALIDATION', 'email is not a valid address');
+    const email = normaliseEmail(input.email);
+    if (!EMAIL.test(email) || impossibleEmail(email)) throw new AppError('VALIDATION', 'email is not a valid address');
     validatePassword(input.password);
-    const firstName = input.firstName.trim();
-    if (!firstName || firstName.length > 64) throw new AppError('VALIDATION', 'firstName must be 1 to 64 characters');
-    return { email, firstName, lastName: (input.lastName ?? '').trim() };
+    const firstName = validateName(input.firstName, 'firstName');
+    // Optional: absent or blank is no last name; anything else follows the name rules.
+    const lastName = input.lastName?.trim() ? validateName(input.lastName, 'lastName') : '';
+    return { email, firstName, lastName };
   }
 
   function validatePassword(password: string) {

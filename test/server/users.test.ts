@@ -103,3 +103,36 @@ t.test('the superadmin adds people; nobody else can (embedded)', async (t) => {
   t.equal(audit.length, 1, 'one create-user entry');
   t.notMatch(JSON.stringify(audit), pat.password, 'the password never reaches the audit trail');
 });
+
+t.test('people\'s names: trimmed, 1 to 64 characters, no control characters or lone surrogates (postgres+redis)', async (t) => {
+  const svc = await startTestService(t, await testEnv(t, 'postgres+redis'));
+  const admin = await signupAdmin(svc.url);
+  const base = { email: 'pat@example.test', password: 'pat passphrase 123', firstName: 'Pat', lastName: 'Plain' };
+  const create = (body: string) =>
+    request(`${svc.url}/api/v1/users`, { method: 'POST', token: admin.token, headers: { 'content-type': 'application/json' }, body });
+  const withField = (field: string, jsonText: string) => JSON.stringify({ ...base, [field]: '@@' }).replace('"@@"', jsonText);
+  for (const [field, jsonText] of [
+    ['firstName', '"P\\ud800t"'],
+    ['firstName', '"\\udc00"'],
+    ['firstName', '"Pat\\nEvil"'],
+    ['firstName', '"Pat\\u0000"'],
+    ['firstName', '"Pat\\u0085"'],
+    ['firstName', '"\\t "'],
+    ['lastName', '"Pl\\ud83dain"'],
+    ['lastName', '"Pl\\r\\nain"'],
+    ['lastName', '"Pl\\u007fain"'],
+    ['email', '"pat\\ud800@example.test"'],
+  ]) {
+    const r = await create(withField(field!, jsonText!));
+    t.equal(r.status, 422, `${field} ${jsonText}`);
+    t.equal(r.body.error, 'ValidationFailure');
+  }
+  t.equal((await request(`${svc.url}/api/v1/users`, { token: admin.token })).body.users.length, 1, 'nothing written');
+
+  const ok = await create(withField('firstName', '"  P\\ud83d\\ude00t  "'));
+  t.equal(ok.status, 200, 'a surrogate pair (an emoji) is a character like any other');
+  t.equal(ok.body.user.firstName, 'P\u{1F600}t', 'trimmed, stored exactly');
+  const noLast = await create(JSON.stringify({ ...base, email: 'lee@example.test', lastName: '   ' }));
+  t.equal(noLast.status, 200, 'a blank last name is no last name');
+  t.equal(noLast.body.user.lastName, '');
+});
