@@ -5,7 +5,7 @@ import { connectDatabase, type Database } from '../storage/db.js';
 import { createStore, type Store } from '../storage/index.js';
 import { migrate } from '../storage/migrate.js';
 import { authenticator, type Authenticator } from './auth/authenticate.js';
-import { identityTokens, userSessionTokens } from './auth/tokens.js';
+import { identityTokens, loginAttemptKeys, userSessionTokens } from './auth/tokens.js';
 import type { Config } from './config.js';
 import { accessControl, type AccessControl } from './domain/access.js';
 import { createCaches, type Caches } from './domain/caches.js';
@@ -78,6 +78,7 @@ export async function createServices(config: Config, log: Logger): Promise<Servi
       store,
       crypto,
       sessions: userSessionTokens(config.authSecret),
+      emailKey: loginAttemptKeys(config.authSecret),
       bus,
       sessionTtlSeconds: config.sessionTtlSeconds,
       lockout,
