@@ -30,7 +30,7 @@ export interface Services {
   identities: IdentitiesDomain;
   users: UsersDomain;
   auth: Authenticator;
-  config: Pick<Config, 'sessionTtlSeconds'>;
+  config: Pick<Config, 'sessionTtlSeconds' | 'cookieSecure'>;
   close(): Promise<void>;
 }
 
@@ -102,7 +102,7 @@ export async function createServices(config: Config, log: Logger): Promise<Servi
       machineAuth: machine,
       users,
       auth: authenticator({ machineAuth: machine, users }),
-      config: { sessionTtlSeconds: config.sessionTtlSeconds },
+      config: { sessionTtlSeconds: config.sessionTtlSeconds, cookieSecure: config.cookieSecure },
       secrets: secretsDomain({ store, crypto, access, caches, bus }),
       projects: projectsDomain({ store, crypto, access, bus }),
       identities: identitiesDomain({ store, keyring, access, bus }),
