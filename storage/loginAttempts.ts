@@ -5,7 +5,7 @@ import type { Queryable } from './db.js';
 
 export type Claim = { claimed: true } | { claimed: false; retryAfterSeconds: number };
 
-/** Rows purged per claim: bounded, so one login never pays for a whole backlog. */
+/** Rows purged per login: bounded, so one login never pays for a whole backlog. */
 const PURGE_BATCH = 100;
 
 export function loginAttemptsStore(sql: Queryable) {
