@@ -36,6 +36,7 @@ const schema = z.object({
   LOGIN_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(3),
   LOGIN_LOCKOUT_SECONDS: z.coerce.number().int().min(1).default(300),
   SESSION_TTL_SECONDS: z.coerce.number().int().min(60).default(43200),
+  COOKIE_SECURE: z.enum(['auto', 'always', 'never']).default('auto'),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
 });
 
@@ -55,6 +56,8 @@ export interface Config {
   loginMaxAttempts: number;
   loginLockoutSeconds: number;
   sessionTtlSeconds: number;
+  /** auto: Secure when X-Forwarded-Proto says the client used TLS. */
+  cookieSecure: 'auto' | 'always' | 'never';
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
 }
 
@@ -89,6 +92,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     loginMaxAttempts: e.LOGIN_MAX_ATTEMPTS,
     loginLockoutSeconds: e.LOGIN_LOCKOUT_SECONDS,
     sessionTtlSeconds: e.SESSION_TTL_SECONDS,
+    cookieSecure: e.COOKIE_SECURE,
     logLevel: e.LOG_LEVEL,
   };
 }

@@ -6,7 +6,7 @@ import { createStore, type Store } from '../storage/index.js';
 import { sweepAccessTokens } from '../storage/identities.js';
 import { migrate } from '../storage/migrate.js';
 import { authenticator, type Authenticator } from './auth/authenticate.js';
-import { identityTokens, userSessionTokens } from './auth/tokens.js';
+import { identityTokens, loginAttemptKeys, userSessionTokens } from './auth/tokens.js';
 import type { Config } from './config.js';
 import { accessControl, type AccessControl } from './domain/access.js';
 import { createCaches, type Caches } from './domain/caches.js';
@@ -31,7 +31,7 @@ export interface Services {
   identities: IdentitiesDomain;
   users: UsersDomain;
   auth: Authenticator;
-  config: Pick<Config, 'sessionTtlSeconds'>;
+  config: Pick<Config, 'sessionTtlSeconds' | 'cookieSecure'>;
   close(): Promise<void>;
 }
 
@@ -130,6 +130,7 @@ export async function createServices(config: Config, log: Logger): Promise<Servi
       store,
       crypto,
       sessions: userSessionTokens(config.authSecret),
+      emailKey: loginAttemptKeys(config.authSecret),
       bus,
       sessionTtlSeconds: config.sessionTtlSeconds,
       lockout,
@@ -153,7 +154,7 @@ export async function createServices(config: Config, log: Logger): Promise<Servi
       machineAuth: machine,
       users,
       auth: authenticator({ machineAuth: machine, users }),
-      config: { sessionTtlSeconds: config.sessionTtlSeconds },
+      config: { sessionTtlSeconds: config.sessionTtlSeconds, cookieSecure: config.cookieSecure },
       secrets: secretsDomain({ store, crypto, access, caches, bus }),
       projects: projectsDomain({ store, crypto, access, bus }),
       identities: identitiesDomain({ store, keyring, access, bus }),

@@ -5,6 +5,7 @@ import { auditStore } from './audit.js';
 import { foldersStore } from './folders.js';
 import { identitiesStore } from './identities.js';
 import { keysStore } from './keys.js';
+import { loginAttemptsStore } from './loginAttempts.js';
 import { membershipsStore } from './memberships.js';
 import { organizationsStore } from './organizations.js';
 import { projectsStore } from './projects.js';
@@ -22,6 +23,7 @@ function bind(sql: Queryable) {
     memberships: membershipsStore(sql),
     audit: auditStore(sql),
     users: usersStore(sql),
+    loginAttempts: loginAttemptsStore(sql),
   };
 }
 

@@ -9,8 +9,6 @@ export interface UserRow {
   firstName: string;
   lastName: string;
   isSuperadmin: boolean;
-  failedLogins: number;
-  lockedUntil: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -44,16 +42,6 @@ export function usersStore(sql: Queryable) {
     async byId(id: string): Promise<UserRow | undefined> {
       const [row] = await sql<UserRow[]>`select * from users where id = ${id}`;
       return row;
-    },
-    async recordLoginFailure(id: string, maxAttempts: number, lockSeconds: number): Promise<void> {
-      await sql`update users set
-          failed_logins = case when failed_logins + 1 >= ${maxAttempts} then 0 else failed_logins + 1 end,
-          locked_until = case when failed_logins + 1 >= ${maxAttempts}
-            then now() + make_interval(secs => ${lockSeconds}) else locked_until end
-        where id = ${id}`;
-    },
-    async clearLoginFailures(id: string): Promise<void> {
-      await sql`update users set failed_logins = 0, locked_until = null where id = ${id} and (failed_logins <> 0 or locked_until is not null)`;
     },
     async insertSession(s: { id: string; userId: string; expiresAt: Date; ip: string | null }): Promise<void> {
       await sql`insert into user_sessions (id, user_id, expires_at, ip) values (${s.id}, ${s.userId}, ${s.expiresAt}, ${s.ip})`;

@@ -20,10 +20,31 @@ export function readCookie(header: string | undefined, name: string): string | u
   return undefined;
 }
 
-/** Secure when the request reached the proxy over TLS (the service itself speaks plain HTTP). */
-export function sessionCookie(req: HttpRequest, token: string, maxAgeSeconds: number): string {
-  const secure = req.headers['x-forwarded-proto'] === 'https' ? '; Secure' : '';
-  return `${SESSION_COOKIE}=${token}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${maxAgeSeconds}${secure}`;
+export type CookieSecureMode = 'auto' | 'always' | 'never';
+
+/**
+ * Whether the client reached the TLS-terminating proxy over HTTPS: the first
+ * X-Forwarded-Proto value is the one the proxy nearest the client set. Only meaningful
+ * when a trusted proxy sets (not passes on) the header.
+ */
+export function cameOverTls(req: HttpRequest): boolean {
+  const proto = req.headers['x-forwarded-proto'];
+  return proto !== undefined && proto.split(',')[0]!.trim().toLowerCase() === 'https';
+}
+
+function cookieAttributes(req: HttpRequest, mode: CookieSecureMode, maxAgeSeconds: number): string {
+  const secure = mode === 'always' || (mode === 'auto' && cameOverTls(req));
+  return `HttpOnly; SameSite=Strict; Path=/; Max-Age=${maxAgeSeconds}${secure ? '; Secure' : ''}`;
+}
+
+/** The service itself speaks plain HTTP: Secure follows COOKIE_SECURE (see README). */
+export function sessionCookie(req: HttpRequest, mode: CookieSecureMode, token: string, maxAgeSeconds: number): string {
+  return `${SESSION_COOKIE}=${token}; ${cookieAttributes(req, mode, maxAgeSeconds)}`;
+}
+
+/** Same attributes as the session cookie: a browser only replaces a cookie that matches. */
+export function clearedSessionCookie(req: HttpRequest, mode: CookieSecureMode): string {
+  return `${SESSION_COOKIE}=; ${cookieAttributes(req, mode, 0)}`;
 }
 
 export function authenticator(deps: { machineAuth: Pick<MachineAuth, 'authenticate'>; users: Pick<UsersDomain, 'authenticate' | 'checkCsrf'> }) {

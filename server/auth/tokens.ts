@@ -122,3 +122,13 @@ export function userSessionTokens(authSecret: Buffer) {
   };
 }
 export type UserSessionTokens = ReturnType<typeof userSessionTokens>;
+
+/**
+ * Names an e-mail address in the login-attempt table without storing it: addresses
+ * that belong to nobody are whatever strangers typed, and a keyed hash cannot be
+ * reversed by trying candidate addresses without AUTH_SECRET.
+ */
+export function loginAttemptKeys(authSecret: Buffer): (normalisedEmail: string) => Buffer {
+  const key = deriveKey(authSecret, 'login-attempts');
+  return (normalisedEmail) => createHmac('sha256', key).update(normalisedEmail, 'utf8').digest();
+}

@@ -13,6 +13,7 @@ import { AppError } from '../errors.js';
 import { auditActor, isUuid, requireOrgAdmin, type AccessControl, type Actor, type ProjectRef, type SystemActor } from './access.js';
 import { topics } from './caches.js';
 import type { Keyring } from './keyring.js';
+import { validateName } from './text.js';
 
 export interface IdentitiesDeps {
   store: Store;
@@ -72,8 +73,7 @@ export function identitiesDomain(deps: IdentitiesDeps) {
   return {
     async create(actor: Actor | SystemActor, input: { name: string; organizationId?: string }, ctx: RequestContext = {}): Promise<IdentityView> {
       requireOrgAdmin(actor);
-      const name = input.name.trim();
-      if (name.length < 1 || name.length > 64) throw new AppError('VALIDATION', 'name must be 1 to 64 characters');
+      const name = validateName(input.name, 'name');
       return store.transaction(async (s) => {
         const org = await checkOrg(s, input.organizationId);
         const identity = await s.identities.insert({ orgId: org.id, name });

@@ -12,7 +12,8 @@ import { topics } from './caches.js';
 import { dataKeyAad } from './keyring.js';
 import { MEMBERSHIP_EVENTS } from './memberships.js';
 import { normaliseSecretPath } from './paths.js';
-import { IMMUTABLE_OVERRIDE, LONE_SURROGATE } from './secrets.js';
+import { IMMUTABLE_OVERRIDE } from './secrets.js';
+import { validateName } from './text.js';
 
 export const DEFAULT_ENVIRONMENTS = [
   { name: 'Development', slug: 'dev' },
@@ -42,15 +43,6 @@ export function validateSlug(slug: string, what = 'slug'): string {
 
 /** A project as the admin API shows it: no key material. */
 export type ProjectView = ProjectRow & { environments: EnvironmentRow[] };
-
-function validateName(raw: string, what: string): string {
-  const name = raw.trim();
-  // A lone surrogate has no UTF-8 form: stored it would silently become U+FFFD.
-  if (name.length < 1 || name.length > 64 || /[\u0000-\u001f\u007f]/.test(name) || LONE_SURROGATE.test(name)) {
-    throw new AppError('VALIDATION', `${what} must be 1 to 64 characters of valid text, without control characters`);
-  }
-  return name;
-}
 
 /**
  * A folder's name is stored as given and its path built from it, so it must already be

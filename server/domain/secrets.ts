@@ -13,6 +13,7 @@ import { topics, type Caches, type FolderSnapshot } from './caches.js';
 import { dataKeyAad } from './keyring.js';
 import { normaliseSecretPath } from './paths.js';
 import { expandReferences, targetId, type ReferenceTarget } from './references.js';
+import { CONTROL_CHARACTER, LONE_SURROGATE } from './text.js';
 
 export const HIDDEN_VALUE = '<hidden-by-infisical>';
 
@@ -49,12 +50,9 @@ export function secretAad(
 
 const KEY_NAME = /^[^:/\s][^:/]{0,254}$/;
 
-/** A UTF-16 surrogate without its other half: no UTF-8 encoding exists for it. */
-export const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
 export function validateSecretName(raw: string): string {
   const key = raw.trim();
-  if (!KEY_NAME.test(key) || /[\u0000-\u001f\u007f]/.test(key) || LONE_SURROGATE.test(key)) {
+  if (!KEY_NAME.test(key) || CONTROL_CHARACTER.test(key) || LONE_SURROGATE.test(key)) {
     throw new AppError('VALIDATION', 'Secret name must be 1 to 255 characters without ":" or "/"');
   }
   return key;

@@ -1,5 +1,9 @@
 // People: first-visit registration of the superadmin, password login (argon2id, off
 // the event loop), sessions that logout ends.
+//
+// Login failures are counted per e-mail address, whether an account has it or not, and
+// a failed login does the same statements and the same argon2 work either way: neither
+// the answer, the lockout nor the time taken tells whether an address has an account.
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Crypto } from '../../crypto/index.js';
 import type { CacheBus } from '../../storage/cache.js';
@@ -9,6 +13,7 @@ import type { UserSessionTokens } from '../auth/tokens.js';
 import { AppError } from '../errors.js';
 import { auditActor, requireOrgAdmin, type Actor, type SystemActor } from './access.js';
 import { ReadThroughCache } from '../../storage/cache.js';
+import { CONTROL_CHARACTER, LONE_SURROGATE, validateName } from './text.js';
 
 export interface UserActor {
   kind: 'user';
@@ -45,18 +50,26 @@ const publicUser = (u: { id: string; email: string; firstName: string; lastName:
 const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
 const SESSION_TOPIC = 'user-session';
 const invalidLogin = () => new AppError('UNAUTHORIZED', 'Invalid login');
+const alreadySetUp = () => new AppError('BAD_REQUEST', 'Admin account has already been set up');
+
+const normaliseEmail = (raw: string) => raw.trim().toLowerCase();
+
+/** No account can have it (refused at creation), and PostgreSQL text cannot hold a NUL. */
+const impossibleEmail = (email: string) => CONTROL_CHARACTER.test(email) || LONE_SURROGATE.test(email);
 
 export interface UsersDeps {
   store: Store;
   crypto: Pick<Crypto, 'hashPassword' | 'verifyPassword'>;
   sessions: UserSessionTokens;
+  /** Keys the login-attempt counters (an HMAC: see server/auth/tokens.ts). */
+  emailKey: (normalisedEmail: string) => Buffer;
   bus: CacheBus;
   sessionTtlSeconds: number;
   lockout: { maxAttempts: number; seconds: number };
 }
 
 export async function usersDomain(deps: UsersDeps) {
-  const { store, crypto, sessions, bus, lockout } = deps;
+  const { store, crypto, sessions, emailKey, bus, lockout } = deps;
   // An unknown email is checked against this hash, so both failures take as long.
   const dummyHash = await crypto.hashPassword(randomBytes(16).toString('hex'));
   const live = new ReadThroughCache<SessionState | null>(10_000, 30_000, bus);
@@ -64,12 +77,13 @@ export async function usersDomain(deps: UsersDeps) {
   bus.onReset(() => live.clear());
 
   function validateProfile(input: { email: string; password: string; firstName: string; lastName?: string }) {
-    const email = input.email.trim().toLowerCase();
-    if (!EMAIL.test(email)) throw new AppError('VALIDATION', 'email is not a valid address');
+    const email = normaliseEmail(input.email);
+    if (!EMAIL.test(email) || impossibleEmail(email)) throw new AppError('VALIDATION', 'email is not a valid address');
     validatePassword(input.password);
-    const firstName = input.firstName.trim();
-    if (!firstName || firstName.length > 64) throw new AppError('VALIDATION', 'firstName must be 1 to 64 characters');
-    return { email, firstName, lastName: (input.lastName ?? '').trim() };
+    const firstName = validateName(input.firstName, 'firstName');
+    // Optional: absent or blank is no last name; anything else follows the name rules.
+    const lastName = input.lastName?.trim() ? validateName(input.lastName, 'lastName') : '';
+    return { email, firstName, lastName };
   }
 
   function validatePassword(password: string) {
@@ -98,11 +112,13 @@ export async function usersDomain(deps: UsersDeps) {
 
     async signup(input: { email: string; password: string; firstName: string; lastName?: string; ip: string | null }): Promise<SessionResult> {
       const { email, firstName, lastName } = validateProfile(input);
+      // No argon2 work for anyone once set up (the check under the lock below decides races).
+      if ((await store.users.count()) > 0) throw alreadySetUp();
       const passwordHash = await crypto.hashPassword(input.password);
       return store.transaction(async (s) => {
         // Two first visits at once: exactly one becomes the superadmin.
         await s.tx`select pg_advisory_xact_lock(74820116)`;
-        if ((await s.users.count()) > 0) throw new AppError('BAD_REQUEST', 'Admin account has already been set up');
+        if ((await s.users.count()) > 0) throw alreadySetUp();
         const user = await s.users.insert({ email, passwordHash, firstName, lastName, isSuperadmin: true });
         await s.organizations.ensureDefault();
         await s.audit.append(s.tx, { actorType: 'user', actorId: user.id, eventType: 'admin-signup', ip: input.ip, metadata: { email } });
@@ -111,20 +127,22 @@ export async function usersDomain(deps: UsersDeps) {
     },
 
     async login(input: { email: string; password: string; ip: string | null }): Promise<SessionResult> {
-      const user = await store.users.byEmail(input.email.trim());
-      const ok = await crypto.verifyPassword(user?.passwordHash ?? dummyHash, input.password);
-      if (user?.lockedUntil && user.lockedUntil.getTime() > Date.now()) {
-        const retryAfter = Math.ceil((user.lockedUntil.getTime() - Date.now()) / 1000);
-        throw new AppError('RATE_LIMITED', `Too many failed login attempts; try again in ${retryAfter} seconds`, {
-          headers: { 'Retry-After': String(retryAfter) },
+      const email = normaliseEmail(input.email);
+      const key = emailKey(email);
+      await store.loginAttempts.purgeStale(lockout.seconds);
+      // Claimed before the password is checked: parallel guesses cannot outrun the count.
+      const claim = await store.loginAttempts.claim(key, lockout.maxAttempts, lockout.seconds);
+      if (!claim.claimed) {
+        throw new AppError('RATE_LIMITED', `Too many failed login attempts; try again in ${claim.retryAfterSeconds} seconds`, {
+          headers: { 'Retry-After': String(claim.retryAfterSeconds) },
         });
       }
-      if (!user || !ok) {
-        if (user) await store.users.recordLoginFailure(user.id, lockout.maxAttempts, lockout.seconds);
-        throw invalidLogin();
-      }
+      // The lookup runs for an impossible address too (with one that matches nobody).
+      const user = await store.users.byEmail(impossibleEmail(email) ? '' : email);
+      const ok = await crypto.verifyPassword(user?.passwordHash ?? dummyHash, input.password);
+      if (!user || !ok) throw invalidLogin();
       return store.transaction(async (s) => {
-        await s.users.clearLoginFailures(user.id);
+        await s.loginAttempts.reset(key);
         await s.audit.append(s.tx, { actorType: 'user', actorId: user.id, eventType: 'login-user', ip: input.ip });
         return openSession(s, user, input.ip);
       });

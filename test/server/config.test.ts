@@ -10,6 +10,14 @@ t.test('defaults', async (t) => {
   t.equal(c.redisUrl, undefined);
   t.equal(c.encryptionKey, '0123456789abcdef0123456789abcdef');
   t.equal(c.authSecret.length, 32);
+  t.equal(c.cookieSecure, 'auto');
+});
+
+t.test('COOKIE_SECURE: auto, always or never', async (t) => {
+  for (const mode of ['auto', 'always', 'never'] as const) t.equal(parseConfig({ ...good, COOKIE_SECURE: mode }).cookieSecure, mode);
+  for (const bad of ['yes', 'true', 'ALWAYS', '']) {
+    t.throws(() => parseConfig({ ...good, COOKIE_SECURE: bad }), { message: /^invalid COOKIE_SECURE/ }, JSON.stringify(bad));
+  }
 });
 
 t.test('the seed messages', async (t) => {

@@ -1,6 +1,6 @@
 // First visit (superadmin registration), password login, logout, and who am I.
 import { z } from 'zod';
-import { sessionCookie, SESSION_COOKIE } from '../../auth/authenticate.js';
+import { clearedSessionCookie, sessionCookie } from '../../auth/authenticate.js';
 import { AppError } from '../../errors.js';
 import { parseJsonBody } from '../../http/body.js';
 import type { HttpRequest, Router } from '../../http/types.js';
@@ -30,7 +30,7 @@ const userJson = (u: PublicUser) => ({
 
 function sessionReply(req: HttpRequest, svc: Services, s: SessionResult, extra: Record<string, unknown> = {}) {
   return {
-    headers: { 'Set-Cookie': sessionCookie(req, s.token, svc.config.sessionTtlSeconds) },
+    headers: { 'Set-Cookie': sessionCookie(req, svc.config.cookieSecure, s.token, svc.config.sessionTtlSeconds) },
     body: { ...extra, user: s.user, token: s.token, csrfToken: s.csrfToken, expiresAt: s.expiresAt.toISOString() },
   };
 }
@@ -56,7 +56,7 @@ export function registerUserRoutes(router: Router, svc: Services) {
     if (actor.kind !== 'user' || !actor.sessionId) throw new AppError('BAD_REQUEST', 'Machine identities revoke their token with /api/v1/auth/token/revoke');
     await svc.users.logout(actor.sessionId);
     return {
-      headers: { 'Set-Cookie': `${SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0` },
+      headers: { 'Set-Cookie': clearedSessionCookie(req, svc.config.cookieSecure) },
       body: { message: 'Successfully logged out' },
     };
   });

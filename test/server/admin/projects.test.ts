@@ -394,8 +394,8 @@ for (const backend of BACKENDS) {
       const before = await rows(svc);
       for (const bad of ['lone \ud800 high', 'lone \udc00 low', 'end\ud83d', '\udd11start', 'reversed \udd11\ud83d']) {
         const made = await api(svc, 'POST', projects, as, { projectName: bad });
-        isError(t, made, 422, 'ValidationFailure', /valid text/);
-        isError(t, await api(svc, 'PATCH', project(p.id), as, { name: bad }), 422, 'ValidationFailure', /valid text/);
+        isError(t, made, 422, 'ValidationFailure', /1 to 64 characters, without control characters or lone surrogates/);
+        isError(t, await api(svc, 'PATCH', project(p.id), as, { name: bad }), 422, 'ValidationFailure', /1 to 64 characters, without control characters or lone surrogates/);
         isError(t, await api(svc, 'POST', envs(p.id), as, { name: bad, slug: 'x' }), 422, 'ValidationFailure');
       }
       t.same(await rows(svc), before, 'nothing stored, renamed or audited');
