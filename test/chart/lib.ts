@@ -341,3 +341,44 @@ export function validate(root: Schema, value: unknown, schema: Schema = root, at
 export function serviceName(release: string, chart: string): string {
   return `${release}-${chart}-${chart}`.slice(0, 63).replace(/-+$/, '');
 }
+
+// ---------------------------------------------------------------------------
+// .dockerignore
+// ---------------------------------------------------------------------------
+
+export function dockerignorePatterns(text: string): string[] {
+  return text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'));
+}
+
+/** A .dockerignore pattern as a regular expression: Go filepath.Match, plus `**` and a leading `**`+`/`. */
+export function dockerignoreRegExp(pattern: string): RegExp {
+  let rest = pattern.replace(/^\.\//, '').replace(/\/$/, '');
+  let src = '';
+  if (rest.startsWith('**/')) {
+    src += '(?:.*/)?';
+    rest = rest.slice(3);
+  }
+  for (let i = 0; i < rest.length; i++) {
+    const c = rest[i]!;
+    if (c === '*' && rest[i + 1] === '*') {
+      src += '.*';
+      i++;
+    } else if (c === '*') src += '[^/]*';
+    else if (c === '?') src += '[^/]';
+    else src += c.replace(/[.+^${}()|[\]\\]/g, '\\$&');
+  }
+  return new RegExp(`^${src}$`);
+}
+
+/** Whether a .dockerignore pattern list excludes a context-relative path (no `!` re-includes). */
+export function dockerignored(patterns: string[], path: string): boolean {
+  const norm = path.replace(/^\.\//, '').replace(/\/$/, '');
+  const prefixes = norm.split('/').map((_, i, a) => a.slice(0, i + 1).join('/'));
+  return patterns.some((p) => {
+    const re = dockerignoreRegExp(p);
+    return prefixes.some((pre) => re.test(pre));
+  });
+}

@@ -3,7 +3,7 @@
 import t from 'tap';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { readRepo, repoHas, ROOT } from '../chart/lib.js';
+import { dockerignorePatterns, dockerignored as ignored, readRepo, repoHas, ROOT } from '../chart/lib.js';
 
 interface Instruction {
   op: string;
@@ -69,32 +69,13 @@ function copyParts(args: string): { flags: Record<string, string>; sources: stri
   return { flags, sources: parts.slice(0, -1), dest: parts[parts.length - 1]! };
 }
 
-/** Whether a .dockerignore pattern list excludes a context-relative path (subset: no `!`, `*`, `**`/, exact). */
-function ignored(patterns: string[], path: string): boolean {
-  const norm = path.replace(/^\.\//, '').replace(/\/$/, '');
-  const prefixes = norm.split('/').map((_, i, a) => a.slice(0, i + 1).join('/'));
-  return patterns.some((p) => {
-    const re = new RegExp(
-      `^${p
-        .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-        .replace(/^\*\*\//, '(?:.*/)?')
-        .replace(/\*\*/g, '.*')
-        .replace(/(?<!\.)\*/g, '[^/]*')}$`,
-    );
-    return prefixes.some((pre) => re.test(pre));
-  });
-}
-
 const dockerfile = readRepo('Dockerfile');
 const instructions = parseDockerfile(dockerfile);
 const all = stages(instructions);
 const build = all.find((s) => s.name === 'build');
 const runtime = all[all.length - 1]!;
 const ops = (s: Stage | undefined, op: string) => (s?.instructions ?? []).filter((i) => i.op === op);
-const dockerignore = readRepo('.dockerignore')
-  .split('\n')
-  .map((l) => l.trim())
-  .filter((l) => l !== '' && !l.startsWith('#'));
+const dockerignore = dockerignorePatterns(readRepo('.dockerignore'));
 
 t.test('parsers', async (t) => {
   const ins = parseDockerfile('# c\nFROM a AS b\nRUN x \\\n  # inner comment\n  && y\nCOPY ["a b", "c"]\n');
@@ -111,6 +92,11 @@ t.test('parsers', async (t) => {
   t.notOk(ignored(['*.log'], 'a/npm.log'), '* does not cross folders');
   t.notOk(ignored(['dist'], 'storage/dist-notes'));
   t.notOk(ignored(['data'], 'storage/migrations'));
+  t.ok(ignored(['**/*.tfstate.*'], 'a/terraform.tfstate.backup'), 'a * after an escaped dot');
+  t.notOk(ignored(['*.tfstate.*'], 'terraform.tfstate'));
+  t.ok(ignored(['**/vault-bootstrap*'], 'vault-bootstrap.env'), '**/ also matches at the root');
+  t.ok(ignored(['a/**/b'], 'a/x/y/b'));
+  t.notOk(ignored(['a?c'], 'a/c'), '? does not match a slash');
 });
 
 t.test('stages: build and runtime on node:20-bookworm-slim', async (t) => {
