@@ -1,7 +1,11 @@
 // Static checks of the Dockerfile and .dockerignore (no Docker engine here): base
 // image, non-root user, port, health check, what is copied from where, no secrets.
 import t from 'tap';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { readdirSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { dockerignorePatterns, dockerignored as ignored, readRepo, repoHas, ROOT } from '../chart/lib.js';
 
@@ -141,11 +145,43 @@ t.test('runtime stage: user 1001 in group nodejs (1001), /data volume, env, port
   t.equal(ops(runtime, 'WORKDIR')[0]?.args, '/app');
 });
 
-t.test('HEALTHCHECK: node fetch of /api/status, no curl', async (t) => {
+/** Runs the health check's script as the image would, against `port` given as PORT. */
+function runProbe(script: string, env: Record<string, string>): Promise<number | null> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['-e', script], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'ignore' });
+    child.on('close', (code) => resolve(code));
+  });
+}
+
+t.test('HEALTHCHECK: node fetch of /api/status on $PORT (default 8080), no curl', async (t) => {
   const hc = ops(runtime, 'HEALTHCHECK');
   t.equal(hc.length, 1);
-  t.match(hc[0]?.args, /CMD \["node", "-e", "fetch\('http:\/\/127\.0\.0\.1:8080\/api\/status'\)\.then\(r=>process\.exit\(r\.ok\?0:1\),\(\)=>process\.exit\(1\)\)"\]$/);
+  const m = /^(?:--\S+\s+)*CMD (\[.*\])$/.exec(hc[0]?.args ?? '');
+  t.ok(m, 'exec form: CMD [...]');
+  const argv = JSON.parse(m?.[1] ?? '[]') as string[];
+  t.same(argv.slice(0, 2), ['node', '-e']);
+  const script = argv[2] ?? '';
+  t.match(script, /process\.env\.PORT\|\|8080/, 'PORT, else 8080');
   t.notOk(instructions.some((i) => /\b(curl|wget)\b/.test(i.args)), 'no curl/wget in any instruction');
+
+  // The script itself, against a local server standing in for the service on another port.
+  let status = 200;
+  const paths: string[] = [];
+  const server = createServer((req, res) => {
+    paths.push(req.url ?? '');
+    res.writeHead(status, { 'content-type': 'application/json' }).end('{"message":"Ok"}');
+  });
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  t.teardown(() => server.close());
+  const port = String((server.address() as AddressInfo).port);
+  t.not(port, '8080');
+  t.equal(await runProbe(script, { PORT: port }), 0, 'healthy: exit 0 on the PORT given');
+  t.same(paths, ['/api/status'], 'asks GET /api/status');
+  status = 503;
+  t.equal(await runProbe(script, { PORT: port }), 1, 'unhealthy answer: exit 1');
+  server.close();
+  await once(server, 'close');
+  t.equal(await runProbe(script, { PORT: port }), 1, 'nothing listening: exit 1');
 });
 
 t.test('CMD starts the compiled server, as package.json does', async (t) => {
@@ -212,7 +248,7 @@ t.test('no secrets baked in', async (t) => {
     t.notMatch(ins.args, /KEY|SECRET|PASSWORD|TOKEN|CREDENTIAL/i, `line ${ins.line}: ${ins.op} ${ins.args}`);
   }
   t.notMatch(dockerfile, /^[^#\n]*(ENCRYPTION_KEY|AUTH_SECRET|DATABASE_URL|REDIS_URL)=/m, 'no bootstrap value assigned anywhere');
-  t.notOk(instructions.some((i) => /dev-keys|\.env\b/.test(i.args)), 'no env file copied');
+  t.notOk(instructions.some((i) => (i.op === 'COPY' || i.op === 'ADD') && /dev-keys|\.env\b|tfvars/.test(i.args)), 'no env or variables file copied');
 });
 
 t.test('.dockerignore', async (t) => {
