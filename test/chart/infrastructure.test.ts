@@ -170,3 +170,25 @@ t.test('Terraform: the Application is application.yaml with the placeholders fil
   t.equal(defaultOf('chart_version'), getPath(application, ['spec', 'source', 'targetRevision']), 'chart_version default');
   t.match(hclAttrs(r?.body ?? '').depends_on, /kubernetes_secret_v1\.vault_secrets/, 'vault-secrets exists before the first start');
 });
+
+t.test('docs/operations.md section 1: image and chart pushed, the CLI run from the image', async (t) => {
+  const ops = readRepo('docs', 'operations.md');
+  const section = ops.slice(ops.indexOf('## 1. First-time setup'), ops.indexOf('## 2.'));
+  t.match(section, /docker build --platform linux\/amd64 -t \$REGISTRY\/vault-standalone:(\S+) \./);
+  t.match(section, /docker push \$REGISTRY\/vault-standalone:/);
+  t.match(section, 'helm package chart/vault-standalone');
+  t.match(section, `helm push vault-standalone-${chart.version}.tgz oci://$REGISTRY/charts`, 'the packaged file name carries the chart version');
+  const tag = /docker push \$REGISTRY\/vault-standalone:(\S+)/.exec(section)?.[1];
+  t.equal(tag, chart.appVersion, "the image tag is the chart's appVersion");
+
+  // The CLI inside the image: WORKDIR + the package's bin entry.
+  const dockerfile = readRepo('Dockerfile');
+  const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+  const workdir = /^WORKDIR (\S+)$/m.exec(runtime)?.[1];
+  const bin = (JSON.parse(readRepo('package.json')) as { bin: Record<string, string> }).bin['vault-standalone'];
+  t.match(runtime, /^COPY --from=build \/app\/dist \.\/dist$/m, 'dist is copied into the WORKDIR');
+  const cliInImage = `${workdir}/${bin}`;
+  t.equal(cliInImage, '/app/dist/server/cli/main.js');
+  t.match(section, `node ${cliInImage} generate-bootstrap`, 'docker run uses the CLI path of the image');
+  t.match(section, /docker run --rm --network none --user "\$\(id -u\):\$\(id -g\)" -v "\$PWD:\/work" -w \/work/);
+});
