@@ -192,3 +192,10 @@ t.test('docs/operations.md section 1: image and chart pushed, the CLI run from t
   t.match(section, `node ${cliInImage} generate-bootstrap`, 'docker run uses the CLI path of the image');
   t.match(section, /docker run --rm --network none --user "\$\(id -u\):\$\(id -g\)" -v "\$PWD:\/work" -w \/work/);
 });
+
+t.test('README.md: the layout names the deployment files and links the operations guide', async (t) => {
+  const readme = readRepo('README.md');
+  const layout = readme.slice(readme.indexOf('## Layout'));
+  for (const entry of ['chart/', 'docs/', 'Dockerfile', 'server/cli/']) t.match(layout, `| \`${entry}\` |`, `layout row for ${entry}`);
+  t.match(readme, '[docs/operations.md](docs/operations.md)', 'a working relative link');
+});
