@@ -1,61 +1,15 @@
 // rotate-key end to end: after a rotation the service starts with the new key and
-// reads everything back, and refuses the old key; a failure or a kill -9 inside the
-// transaction leaves the old key working and nothing lost.
-import { randomBytes } from 'node:crypto';
-import postgres from 'postgres';
-import t, { type Test } from 'tap';
-import { createCrypto } from '../../../crypto/index.js';
-import { projectsDomain } from '../../../server/domain/projects.js';
-import { StaleRootKeyVersionError } from '../../../storage/keys.js';
+// reads everything back, and refuses the old key; a failure inside the transaction
+// leaves the old key working and nothing lost. (A kill -9 mid-rotation, a replica
+// starting during it and stale root key versions: rotateKeyConcurrency.test.ts.)
+import t from 'tap';
 import { SYSTEM } from '../../../server/domain/access.js';
-import { WrongEncryptionKeyError } from '../../../server/domain/keyring.js';
-import { seedHomelab, type Seeded } from '../../helpers/service.js';
-import { cliEnv, openServices, readAll, runCli, spawnCli, type Backend, type StoredSecret } from './helpers.js';
+import { openServices, runCli, type Backend } from './helpers.js';
+import { assertOpensWith, assertRefused, fixture, newKey, rotate } from './rotation.js';
 
-const newKey = () => randomBytes(16).toString('hex');
-
-interface Fixture {
-  env: Record<string, string>;
-  before: Map<string, StoredSecret>;
-  seeded: Seeded;
-}
-
-/** homelab (14 secrets, homelab-eso), a second project with a folder, a comment and a history, and an empty one. */
-async function fixture(t: Test, backend: Backend): Promise<Fixture> {
-  const env = await cliEnv(t, backend);
-  const services = await openServices(t, env);
-  const seeded = await seedHomelab(services);
-  await services.projects.create(SYSTEM, { name: 'other' });
-  await services.projects.createFolder(SYSTEM, { project: { slug: 'other' }, environment: 'dev', name: 'app' });
-  const ref = { project: { slug: 'other' }, environment: 'dev', secretPath: '/app' };
-  await services.secrets.create(SYSTEM, { ...ref, key: 'DB_URL', value: 'postgres://a:b@db/app ✓', comment: 'with a comment' });
-  await services.secrets.update(SYSTEM, { ...ref, key: 'DB_URL', value: 'postgres://a:c@db/app ✓' });
-  await services.projects.create(SYSTEM, { name: 'empty' });
-  const before = await readAll(services);
-  await services.close();
-  t.equal(before.size, 15, 'fixture: 15 secrets');
-  return { env, before, seeded };
-}
-
-async function assertOpensWith(t: Test, f: Fixture, key: string, what: string) {
-  const services = await openServices(t, { ...f.env, ENCRYPTION_KEY: key });
-  t.same(await readAll(services), f.before, `${what}: every secret reads back identical`);
-  const login = await services.machineAuth.login({ clientId: f.seeded.clientId, clientSecret: f.seeded.clientSecret });
-  t.type(login.accessToken, 'string', `${what}: the machine identity still logs in`);
-  await services.close();
-}
-
-async function assertRefused(t: Test, f: Fixture, key: string, what: string) {
-  const err = await openServices(t, { ...f.env, ENCRYPTION_KEY: key }).then(
-    (s) => s.close().then(() => null),
-    (e: unknown) => e,
-  );
-  t.ok(err instanceof WrongEncryptionKeyError, `${what} is refused at start (the canary)`);
-  t.match((err as Error | null)?.message, /ENCRYPTION_KEY does not match the key this database was encrypted with/);
-}
-
-const rotate = (f: Fixture, next: string, extra: Record<string, string> = {}, args: string[] = []) =>
-  runCli(['rotate-key', ...args], { ...f.env, NEW_ENCRYPTION_KEY: next, ...extra });
+// Each test starts the CLI and the service several times, on the embedded database
+// too (seconds per start on a loaded 2-core machine): more than the default per-file budget.
+t.setTimeout(360_000);
 
 for (const backend of ['postgres', 'embedded'] as Backend[]) {
   t.test(`rotation: the new key starts and reads everything, the old key is refused (${backend})`, async (t) => {
@@ -116,105 +70,6 @@ t.test('VAULT_ROTATE_FAIL_AFTER=1: rolled back, the old key works, the new one i
   t.equal((await rotate(f, next)).code, 0);
   await assertOpensWith(t, f, next, 'new key after the retry');
 });
-
-for (const backend of ['postgres', 'embedded'] as Backend[]) {
-  t.test(`SIGKILL in the middle of the transaction: the old key works, nothing lost (${backend})`, async (t) => {
-    const f = await fixture(t, backend);
-    const next = newKey();
-    const cli = spawnCli(['rotate-key'], { ...f.env, NEW_ENCRYPTION_KEY: next, VAULT_ROTATE_PAUSE_AFTER: '1' });
-    await cli.stderrMatch(/^paused$/m);
-    cli.child.kill('SIGKILL');
-    const r = await cli.exit;
-    t.equal(r.signal, 'SIGKILL', 'killed mid-transaction');
-    await assertOpensWith(t, f, f.env.ENCRYPTION_KEY!, 'old key after the kill');
-    await assertRefused(t, f, next, 'the new key');
-    // And a clean retry then succeeds.
-    const retry = await rotate(f, next);
-    t.equal(retry.code, 0, retry.stderr);
-    await assertOpensWith(t, f, next, 'new key after the retry');
-  });
-}
-
-/** Resolves true once `probe` returns true, false once `stop` does; both are asked again after every short pause. */
-async function until(probe: () => Promise<boolean>, stop: () => boolean): Promise<boolean> {
-  for (;;) {
-    if (stop()) return false;
-    if (await probe()) return true;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-t.test('a replica starting mid-rotation waits on the key tables, and the rotation then rolls back', async (t) => {
-  const f = await fixture(t, 'postgres');
-  const next = newKey();
-  const cli = spawnCli(['rotate-key'], { ...f.env, NEW_ENCRYPTION_KEY: next, VAULT_ROTATE_PAUSE_AFTER: '1' });
-  await cli.stderrMatch(/^paused$/m);
-
-  // A replica with the old key starts while the rotation's transaction is open.
-  let settled = false;
-  const starting = openServices(t, f.env).finally(() => (settled = true));
-  const observer = postgres(f.env.DATABASE_URL!, { max: 1, onnotice: () => {} });
-  t.teardown(() => observer.end({ timeout: 5 }));
-  // It must block on the key tables (ACCESS EXCLUSIVE), not read version 1 and start.
-  const blocked = await until(async () => {
-    const [row] = await observer<{ n: number }[]>`select count(*)::int as n from pg_stat_activity
-      where datname = current_database() and application_name = 'vault-standalone' and wait_event_type = 'Lock'`;
-    return (row?.n ?? 0) > 0;
-  }, () => settled);
-  t.ok(blocked, 'the replica waits on the key tables instead of starting with the old key');
-  if (!blocked) {
-    cli.child.kill('SIGKILL');
-    await cli.exit;
-    return;
-  }
-
-  cli.child.kill('SIGUSR2'); // resume: re-wrap the rest, verify, then the check before commit
-  const r = await cli.exit;
-  t.equal(r.code, 1, 'the rotation refuses to commit');
-  t.match(r.stderr, /rotation failed and was rolled back: \d+ other vault-standalone connections? to this database/);
-
-  const replica = await starting;
-  t.equal(replica.crypto.rootKeyVersion, 1, 'the replica started on the old root key version');
-  t.same(await readAll(replica), f.before, 'and reads every secret with the old key');
-  await replica.projects.create(SYSTEM, { name: 'made-by-the-replica' });
-  t.same(await replica.store.keys.rootKeyVersions(), [1], 'its new project key is under the current version');
-  await replica.close();
-  await assertRefused(t, f, next, 'the new key');
-});
-
-for (const backend of ['postgres', 'embedded'] as Backend[]) {
-  t.test(`after a rotation, storage refuses a data key under the old root key version (${backend})`, async (t) => {
-    const f = await fixture(t, backend);
-    const next = newKey();
-    t.equal((await rotate(f, next)).code, 0);
-
-    const services = await openServices(t, { ...f.env, ENCRYPTION_KEY: next });
-    const { store } = services;
-    t.equal(await store.keys.currentRootKeyVersion(), 2, 'the rotation moved the current version');
-    const keysBefore = await store.keys.all();
-
-    // A replica that read version 1 before the rotation committed, still holding the old key.
-    const stale = await createCrypto({ encryptionKeyHex: f.env.ENCRYPTION_KEY!, rootKeyVersion: 1, threads: 1 });
-    t.teardown(() => stale.close());
-    const staleProjects = projectsDomain({ store, crypto: stale, access: services.access, bus: services.bus });
-    await t.rejects(staleProjects.create(SYSTEM, { name: 'stale' }), StaleRootKeyVersionError, 'project creation is refused');
-    t.equal(await store.projects.bySlug('stale'), undefined, 'no project half-written');
-
-    for (const version of [1, 3]) {
-      const refused = await store.keys.insert({ purpose: 'project', rootKeyVersion: version, wrapped: Buffer.alloc(60) }).then(
-        () => null,
-        (e: unknown) => e,
-      );
-      t.ok(refused instanceof StaleRootKeyVersionError, `a data key under version ${version} is refused`);
-      t.match((refused as Error | null)?.message, new RegExp(`root key version ${version}: it is not the current root key version`));
-    }
-    t.same(await store.keys.all(), keysBefore, 'no key row added');
-
-    await services.projects.create(SYSTEM, { name: 'current' });
-    t.same(await store.keys.rootKeyVersions(), [2], 'a key under the current version is stored');
-    await services.close();
-  });
-}
 
 t.test('--dry-run verifies and changes nothing', async (t) => {
   const f = await fixture(t, 'postgres');
