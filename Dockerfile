@@ -74,8 +74,9 @@ VOLUME ["/data"]
 USER 1001:1001
 EXPOSE 8080
 
-# No curl in the slim image: Node 20's global fetch does the probe.
+# No curl in the slim image: Node 20's global fetch does the probe, on the port the
+# service listens on (PORT, as `docker run -e PORT=…` may change it; 8080 by default).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=120s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:8080/api/status').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/api/status').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 
 CMD ["node", "dist/server/main.js"]

@@ -9,6 +9,24 @@ export interface WrappedKeyRow {
   wrapped: Buffer;
 }
 
+/**
+ * A data key offered under a root key version that is no longer the current one: the
+ * process read its version before a rotation committed and must be restarted with the
+ * new ENCRYPTION_KEY. Storing the key would leave it unreadable to every other replica.
+ */
+export class StaleRootKeyVersionError extends Error {
+  override readonly name = 'StaleRootKeyVersionError';
+  constructor(readonly rootKeyVersion: number) {
+    super(
+      `refusing a data key wrapped under root key version ${rootKeyVersion}: it is not the current root key version ` +
+        '(the root key was rotated after this process started); restart it with the current ENCRYPTION_KEY',
+    );
+  }
+}
+
+/** The foreign key from crypto_keys.root_key_version to crypto_root_key (migration root_key_version). */
+const CURRENT_VERSION_CONSTRAINT = 'crypto_keys_root_key_current';
+
 export interface CanaryRow {
   keyId: string;
   blob: Buffer;
@@ -18,8 +36,16 @@ export function keysStore(sql: Queryable) {
   return {
     async insert(key: { id?: string; purpose: 'system' | 'project'; rootKeyVersion: number; wrapped: Buffer }): Promise<string> {
       const id = key.id ?? randomUUID();
-      await sql`insert into crypto_keys (id, purpose, root_key_version, wrapped)
-        values (${id}, ${key.purpose}, ${key.rootKeyVersion}, ${key.wrapped})`;
+      try {
+        await sql`insert into crypto_keys (id, purpose, root_key_version, wrapped)
+          values (${id}, ${key.purpose}, ${key.rootKeyVersion}, ${key.wrapped})`;
+      } catch (err) {
+        const e = err as { code?: unknown; constraint_name?: unknown };
+        if (e.code === '23503' && e.constraint_name === CURRENT_VERSION_CONSTRAINT) {
+          throw new StaleRootKeyVersionError(key.rootKeyVersion);
+        }
+        throw err;
+      }
       return id;
     },
     async get(id: string): Promise<WrappedKeyRow | undefined> {
@@ -33,6 +59,20 @@ export function keysStore(sql: Queryable) {
     async rootKeyVersions(): Promise<number[]> {
       const rows = await sql<{ v: number }[]>`select distinct root_key_version as v from crypto_keys order by v`;
       return rows.map((r) => r.v);
+    },
+    /** The version new data keys must be wrapped under. */
+    async currentRootKeyVersion(): Promise<number> {
+      const [row] = await sql<{ version: number }[]>`select version from crypto_root_key where id = 1`;
+      if (!row) throw new Error('crypto_root_key has no row (migration root_key_version not applied)');
+      return row.version;
+    },
+    /**
+     * Rotation only, inside its transaction, after `set constraints
+     * crypto_keys_root_key_current deferred`: every key must be re-wrapped to `version`
+     * before the commit, or the commit fails.
+     */
+    async setCurrentRootKeyVersion(version: number): Promise<void> {
+      await sql`update crypto_root_key set version = ${version} where id = 1`;
     },
 
     async updateWrapped(id: string, rootKeyVersion: number, wrapped: Buffer): Promise<void> {

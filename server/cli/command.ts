@@ -1,5 +1,6 @@
 // What every subcommand shares: argument parsing (node:util parseArgs, strict), the
 // exit codes, and the two error kinds a command throws instead of exiting itself.
+import { resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 
 export const EXIT_OK = 0;
@@ -66,4 +67,14 @@ export function refuseKeyLikeArguments(argv: string[]): void {
         '(ENCRYPTION_KEY, NEW_ENCRYPTION_KEY), because command-line arguments are visible to every user in `ps`',
     );
   }
+}
+
+/**
+ * A path given on the command line, resolved against the caller's directory: `npm run
+ * cli` runs in the package root, and npm keeps the directory it was called from in
+ * INIT_CWD. (DATA_DIR is not such a path: it names the service's folder and resolves as
+ * the service resolves it.)
+ */
+export function callerPath(env: Record<string, string | undefined>, path: string): string {
+  return resolve(env.INIT_CWD || process.cwd(), path);
 }

@@ -3,11 +3,18 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, fchmodSync, fsyncSync, openSync, writeSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { CliError, EXIT_OK, UsageError, parse, type Command, type Context } from './command.js';
+import { dirname } from 'node:path';
+import { CliError, EXIT_OK, UsageError, callerPath, parse, type Command, type Context } from './command.js';
 
 export const FORMATS = ['env', 'tfvars', 'yaml'] as const;
 export type Format = (typeof FORMATS)[number];
+
+/** Written in the caller's directory when --out is not given; .gitignore and .dockerignore list them. */
+export const DEFAULT_OUT: Record<Format, string> = {
+  env: 'vault-bootstrap.env',
+  tfvars: 'vault-bootstrap.auto.tfvars',
+  yaml: 'vault-bootstrap.yaml',
+};
 
 export interface Bootstrap {
   encryptionKey: string;
@@ -151,7 +158,7 @@ function writeNew(file: string, body: string): void {
   }
 }
 
-const HELP = `Usage: vault-standalone generate-bootstrap [--format env|tfvars|yaml] (--out FILE | --stdout)
+const HELP = `Usage: vault-standalone generate-bootstrap [--format env|tfvars|yaml] [--out FILE | --stdout]
 
 Generates the bootstrap secrets that must exist before the service first starts:
   ENCRYPTION_KEY       32 hex characters (16 random bytes); never changes once secrets are stored
@@ -164,7 +171,9 @@ Options:
                    tfvars: encryption_key = "...", auth_secret, postgresql_password, redis_password
                    yaml:   secrets.encryptionKey / secrets.authSecret (for the Secret vault-secrets, not a
                            Helm value) plus Helm values postgresql.auth.password and redis.auth.password
-  --out FILE       write a NEW file with mode 0600; an existing file is never overwritten (exit 1)
+  --out FILE       write a NEW file with mode 0600; an existing file is never overwritten (exit 1).
+                   Relative to the directory you run the command in (also under \`npm run cli\`).
+                   Default: ${DEFAULT_OUT.env}, ${DEFAULT_OUT.tfvars} or ${DEFAULT_OUT.yaml}
   --stdout         print to stdout instead (the only way the values are ever printed)
   -h, --help       this help
 
@@ -177,7 +186,7 @@ export const generateBootstrap: Command = {
   name: 'generate-bootstrap',
   summary: 'generate ENCRYPTION_KEY, AUTH_SECRET and the bundled database and cache passwords',
   help: HELP,
-  async run(argv: string[], { io }: Context): Promise<number> {
+  async run(argv: string[], { env, io }: Context): Promise<number> {
     const o = parse(argv, {
       format: { type: 'string', short: 'f' },
       out: { type: 'string', short: 'o' },
@@ -189,7 +198,7 @@ export const generateBootstrap: Command = {
     }
     const format = (o.format ?? 'env') as Format;
     if (!FORMATS.includes(format)) throw new UsageError(`--format must be one of ${FORMATS.join(', ')}`);
-    if ((o.out === undefined) === !o.stdout) throw new UsageError('give exactly one of --out FILE or --stdout');
+    if (o.out !== undefined && o.stdout) throw new UsageError('give --out FILE or --stdout, not both');
     if (o.out === '') throw new UsageError('--out needs a file name');
 
     const body = render(format, generateBootstrapValues());
@@ -198,7 +207,7 @@ export const generateBootstrap: Command = {
       io.err('Printed to stdout. Keep it out of git, shell history and logs.');
       return EXIT_OK;
     }
-    const file = resolve(o.out!);
+    const file = callerPath(env, o.out ?? DEFAULT_OUT[format]);
     writeNew(file, body);
     io.out(`wrote ${file} (mode 0600, format ${format}); the values are not printed.`);
     io.out('Keep this file out of git: list it in .gitignore, and back it up somewhere safe.');

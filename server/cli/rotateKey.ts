@@ -3,7 +3,7 @@
 // canary, every data key and every secret, and only then commits. Any failure rolls
 // back: the old key keeps working and nothing is lost.
 import { createCrypto, type Crypto } from '../../crypto/index.js';
-import type { Database, Sql } from '../../storage/db.js';
+import type { Database, Queryable, Sql } from '../../storage/db.js';
 import { createStore, type Store, type TxStores } from '../../storage/index.js';
 import type { WrappedKeyRow } from '../../storage/keys.js';
 import { migrate } from '../../storage/migrate.js';
@@ -39,7 +39,7 @@ old key: keep it as long as you keep them.
 
 Test-only fault injection (never set in production):
   VAULT_ROTATE_FAIL_AFTER=N   throw after N keys were re-wrapped (inside the transaction)
-  VAULT_ROTATE_PAUSE_AFTER=N  after N re-wraps print "paused" on stderr and wait forever
+  VAULT_ROTATE_PAUSE_AFTER=N  after N re-wraps print "paused" on stderr and wait for SIGUSR2
 
 Exit codes: 0 rotated (or dry run verified), 1 failure (nothing changed), 2 usage error.`;
 
@@ -110,7 +110,7 @@ export const rotateKey: Command = {
     try {
       await migrate(db.sql);
       const store = createStore(db.sql);
-      await refuseWhileServiceRuns(db);
+      await refuseWhileServiceRuns(db.kind, db.sql);
       if (!(await store.keys.canary())) {
         throw new CliError('this database holds no keys yet (the service has never started on it): nothing to rotate');
       }
@@ -135,7 +135,7 @@ export const rotateKey: Command = {
       let result: RotationResult;
       try {
         result = await store.transaction((s) =>
-          rotate(s, { rotating, newOnly, from, to, failAfter, pauseAfter, dryRun: o['dry-run'] === true, io }),
+          rotate(s, { kind: db.kind, rotating, newOnly, from, to, failAfter, pauseAfter, dryRun: o['dry-run'] === true, io }),
         );
       } catch (err) {
         if (err instanceof DryRun) {
@@ -161,9 +161,17 @@ function describe(err: unknown): string {
   return e.code && e.message ? `${e.message} (${e.code})` : (e.message ?? String(err));
 }
 
-async function refuseWhileServiceRuns(db: Database): Promise<void> {
-  if (db.kind !== 'postgres') return; // the embedded database admits one process: checked on open
-  const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity
+/**
+ * Runs twice: before the transaction (to fail fast), and inside it right before the
+ * commit, when the key tables are locked: a replica that connected meanwhile is waiting
+ * on those locks with the old key, and committing would leave it starting against keys
+ * it cannot unwrap. The transaction is rolled back instead.
+ */
+async function refuseWhileServiceRuns(kind: Database['kind'], sql: Queryable): Promise<void> {
+  if (kind !== 'postgres') return; // the embedded database admits one process: checked on open
+  // pg_stat_activity is a per-transaction snapshot, taken at its first read: take a fresh one.
+  await sql`select pg_stat_clear_snapshot()`;
+  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity
     where datname = current_database() and application_name = ${APP_NAME} and pid <> pg_backend_pid()`;
   const n = row?.n ?? 0;
   if (n > 0) {
@@ -202,23 +210,43 @@ async function assertCurrentKey(store: Store, rotating: Crypto, newKey: string, 
 
 async function rotate(
   s: TxStores,
-  opts: { rotating: Crypto; newOnly: Crypto; from: number; to: number; failAfter?: number; pauseAfter?: number; dryRun: boolean; io: Io },
+  opts: {
+    kind: Database['kind'];
+    rotating: Crypto;
+    newOnly: Crypto;
+    from: number;
+    to: number;
+    failAfter?: number;
+    pauseAfter?: number;
+    dryRun: boolean;
+    io: Io;
+  },
 ): Promise<RotationResult> {
   const { rotating, newOnly, from, to, failAfter, pauseAfter, io } = opts;
-  // No key row may appear or change under us; plain reads (a service elsewhere) go on.
-  await s.tx`lock table crypto_keys in exclusive mode`;
+  // ACCESS EXCLUSIVE also blocks plain reads: a replica starting now waits here and then
+  // reads the committed version, instead of reading version `from` and starting with
+  // the old key. (EXCLUSIVE would let it read.) crypto_keys first, as every writer does.
+  await s.tx`lock table crypto_keys, crypto_canary, crypto_root_key in access exclusive mode`;
+  // The version and the keys move together; the foreign key is checked at commit.
+  await s.tx`set constraints crypto_keys_root_key_current deferred`;
+  const current = await s.keys.currentRootKeyVersion();
+  if (current !== from) throw new CliError(`the current root key version is ${current}, not ${from}: another rotation ran meanwhile`);
   const rows = await s.tx<WrappedKeyRow[]>`select id, purpose, root_key_version, wrapped from crypto_keys
-    order by created_at, id for update`;
+    order by created_at, id`;
   const stray = rows.find((r) => r.rootKeyVersion !== from);
   if (stray) throw new CliError(`data key ${stray.id} is under root key version ${stray.rootKeyVersion}, not ${from}`);
+  await s.keys.setCurrentRootKeyVersion(to);
 
   const rewrapped = new Map<string, Buffer>();
   const checkpoint = async (n: number) => {
     if (failAfter === n) throw new FaultInjected(`fault injected by VAULT_ROTATE_FAIL_AFTER=${n} after ${n} re-wrapped keys`);
     if (pauseAfter === n) {
+      // A test kills the process here, mid-transaction, or resumes it with SIGUSR2.
+      const keepAlive = setInterval(() => {}, 1 << 30);
+      const resumed = new Promise<void>((resume) => process.once('SIGUSR2', () => resume()));
       process.stderr.write('paused\n');
-      // A test kills the process here, mid-transaction. Nothing else wakes it.
-      await new Promise<never>(() => setInterval(() => {}, 1 << 30));
+      await resumed;
+      clearInterval(keepAlive);
     }
   };
   await checkpoint(0);
@@ -273,6 +301,7 @@ async function rotate(
     metadata: { fromVersion: from, toVersion: to, keysRewrapped: result.keys, secretsVerified: secrets },
   });
   if (opts.dryRun) throw new DryRun(result);
+  await refuseWhileServiceRuns(opts.kind, s.tx);
   return result;
 }
 

@@ -7,7 +7,7 @@ import { normaliseSecretPath } from '../domain/paths.js';
 import { secretAad } from '../domain/secrets.js';
 import { AppError } from '../errors.js';
 import { createServices, type Logger, type Services } from '../services.js';
-import { CliError, EXIT_OK, UsageError, parse, type Command, type Context, type Io } from './command.js';
+import { CliError, EXIT_OK, UsageError, callerPath, parse, type Command, type Context, type Io } from './command.js';
 import { serviceConfig } from './database.js';
 import { loadInventory, type InventoryEntry } from './inventory.js';
 import { DEFAULT_PLACEHOLDER, RULE_DESCRIPTIONS, generate } from './rules.js';
@@ -27,7 +27,8 @@ when it already exists ("kept, marked immutable"). Values are never printed: eac
 is reported as created, kept or placeholder.
 
 Options:
-  --file FILE          the inventory (JSON; see docs/homelab-inventory.json); - reads stdin
+  --file FILE          the inventory (JSON; see docs/homelab-inventory.json); - reads stdin.
+                       Relative to the directory you run the command in (also under \`npm run cli\`)
   --project SLUG       overrides the file's "project"; the project must exist
   --environment ENV    overrides the file's "environment" (e.g. prod)
   --path PATH          overrides the file's "path" (default /); the folder must exist
@@ -64,7 +65,7 @@ export const seedInventory: Command = {
       return EXIT_OK;
     }
     if (!o.file) throw new UsageError('--file INVENTORY.json is required');
-    const inventory = await loadInventory(o.file);
+    const inventory = await loadInventory(o.file === '-' ? '-' : callerPath(env, o.file));
     const slug = o.project ?? inventory.project;
     const envSlug = o.environment ?? inventory.environment;
     if (!slug) throw new UsageError('no project: give --project SLUG or "project" in the inventory');

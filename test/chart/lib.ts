@@ -341,3 +341,177 @@ export function validate(root: Schema, value: unknown, schema: Schema = root, at
 export function serviceName(release: string, chart: string): string {
   return `${release}-${chart}-${chart}`.slice(0, 63).replace(/-+$/, '');
 }
+
+// ---------------------------------------------------------------------------
+// .dockerignore
+// ---------------------------------------------------------------------------
+
+export function dockerignorePatterns(text: string): string[] {
+  return text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'));
+}
+
+/** A .dockerignore pattern as a regular expression: Go filepath.Match, plus `**` and a leading `**`+`/`. */
+export function dockerignoreRegExp(pattern: string): RegExp {
+  let rest = pattern.replace(/^\.\//, '').replace(/\/$/, '');
+  let src = '';
+  if (rest.startsWith('**/')) {
+    src += '(?:.*/)?';
+    rest = rest.slice(3);
+  }
+  for (let i = 0; i < rest.length; i++) {
+    const c = rest[i]!;
+    if (c === '*' && rest[i + 1] === '*') {
+      src += '.*';
+      i++;
+    } else if (c === '*') src += '[^/]*';
+    else if (c === '?') src += '[^/]';
+    else src += c.replace(/[.+^${}()|[\]\\]/g, '\\$&');
+  }
+  return new RegExp(`^${src}$`);
+}
+
+/** Whether a .dockerignore pattern list excludes a context-relative path (no `!` re-includes). */
+export function dockerignored(patterns: string[], path: string): boolean {
+  const norm = path.replace(/^\.\//, '').replace(/\/$/, '');
+  const prefixes = norm.split('/').map((_, i, a) => a.slice(0, i + 1).join('/'));
+  return patterns.some((p) => {
+    const re = dockerignoreRegExp(p);
+    return prefixes.some((pre) => re.test(pre));
+  });
+}
+
+// ---------------------------------------------------------------------------
+// HCL (Terraform), as `terraform fmt` lays it out: one block header or attribute
+// per line. Enough to read names, labels, attribute values and object literals.
+// ---------------------------------------------------------------------------
+
+/** The text with comments blanked and string contents replaced by `_` (same length, same lines). */
+export function maskHcl(text: string): string {
+  let out = '';
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (inString) {
+      if (c === '\\') {
+        out += '__';
+        i++;
+      } else if (c === '"') {
+        out += c;
+        inString = false;
+      } else out += c === '\n' ? '\n' : '_';
+      continue;
+    }
+    if (c === '"') {
+      inString = true;
+      out += c;
+    } else if (c === '#' || (c === '/' && text[i + 1] === '/')) {
+      while (i < text.length && text[i] !== '\n') {
+        out += ' ';
+        i++;
+      }
+      if (i < text.length) out += '\n';
+    } else out += c;
+  }
+  return out;
+}
+
+export type HclEntry =
+  | { kind: 'block'; type: string; labels: string[]; body: string }
+  | { kind: 'attr'; name: string; value: string };
+
+/** The entries at the top level of an HCL text or of a block's body. */
+export function hclEntries(text: string): HclEntry[] {
+  const masked = maskHcl(text).split('\n');
+  // Each line without its comment (blanked in the masked copy).
+  const lines = text.split('\n').map((l, i) => l.slice(0, masked[i]!.trimEnd().length));
+  const out: HclEntry[] = [];
+  let depth = 0;
+  let open: { entry: HclEntry; from: number } | null = null;
+  for (let i = 0; i < lines.length; i++) {
+    const m = masked[i]!;
+    const start = depth;
+    if (start === 0 && m.trim() !== '') {
+      const block = /^\s*([A-Za-z_][\w-]*)((?:\s+"[^"]*")*)\s*\{\s*$/.exec(m);
+      const attr = /^\s*([A-Za-z_][\w-]*)\s*=\s*(.*)$/.exec(m);
+      if (block) {
+        const labels = [...lines[i]!.matchAll(/"([^"]*)"/g)].map((x) => x[1]!);
+        open = { entry: { kind: 'block', type: block[1]!, labels, body: '' }, from: i + 1 };
+      } else if (attr) {
+        const value = lines[i]!.slice(lines[i]!.indexOf('=') + 1).trim();
+        open = { entry: { kind: 'attr', name: attr[1]!, value }, from: i };
+      } else {
+        throw new Error(`line ${i + 1}: not a block or attribute: ${lines[i]}`);
+      }
+    }
+    for (const c of m) {
+      if (c === '{' || c === '(' || c === '[') depth++;
+      else if (c === '}' || c === ')' || c === ']') depth--;
+    }
+    if (depth < 0) throw new Error(`line ${i + 1}: unbalanced closing bracket`);
+    if (depth === 0 && open) {
+      if (open.entry.kind === 'block') open.entry.body = lines.slice(open.from, i).join('\n');
+      else if (i > open.from) open.entry.value = [open.entry.value, ...lines.slice(open.from + 1, i + 1)].join('\n');
+      out.push(open.entry);
+      open = null;
+    }
+  }
+  if (depth !== 0 || open) throw new Error('unbalanced brackets at the end');
+  return out;
+}
+
+export function hclBlocks(text: string, type: string): Extract<HclEntry, { kind: 'block' }>[] {
+  return hclEntries(text).filter((e): e is Extract<HclEntry, { kind: 'block' }> => e.kind === 'block' && e.type === type);
+}
+
+export function hclAttrs(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const e of hclEntries(text)) if (e.kind === 'attr') out[e.name] = e.value;
+  return out;
+}
+
+/** A quoted HCL string without interpolation, or undefined. */
+export function hclString(raw: string | undefined): string | undefined {
+  if (raw === undefined || !/^"(?:[^"\\$]|\\.)*"$/.test(raw.trim())) return undefined;
+  return JSON.parse(raw.trim()) as string;
+}
+
+/**
+ * The leaves of an HCL object literal (`{ a = { b = var.x } }`, nested over lines or
+ * inline), as dotted path -> raw expression. Quoted keys are unquoted.
+ */
+export function hclObjectLeaves(literal: string): Record<string, string> {
+  const tokens = maskHcl(literal).match(/"[^"\n]*"|[^\s{}=,"]+|[{}=,]/g) ?? [];
+  // Map masked tokens back to the original text by position.
+  const original: string[] = [];
+  const masked = maskHcl(literal);
+  let at = 0;
+  for (const tok of tokens) {
+    const idx = masked.indexOf(tok, at);
+    original.push(literal.slice(idx, idx + tok.length));
+    at = idx + tok.length;
+  }
+  const leaves: Record<string, string> = {};
+  const path: string[] = [];
+  for (let i = 0; i < original.length; i++) {
+    const tok = original[i]!;
+    if (tok === '{' || tok === ',') continue;
+    if (tok === '}') {
+      path.pop();
+      continue;
+    }
+    if (original[i + 1] !== '=') throw new Error(`expected "key =" at ${tok}`);
+    const key = tok.replace(/^"|"$/g, '');
+    const value = original[i + 2];
+    if (value === '{') {
+      path.push(key);
+      i += 2;
+    } else {
+      leaves[[...path, key].join('.')] = value!;
+      i += 2;
+    }
+  }
+  return leaves;
+}

@@ -1,9 +1,13 @@
 // Static checks of the Dockerfile and .dockerignore (no Docker engine here): base
 // image, non-root user, port, health check, what is copied from where, no secrets.
 import t from 'tap';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { readdirSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { readRepo, repoHas, ROOT } from '../chart/lib.js';
+import { dockerignorePatterns, dockerignored as ignored, readRepo, repoHas, ROOT } from '../chart/lib.js';
 
 interface Instruction {
   op: string;
@@ -69,32 +73,13 @@ function copyParts(args: string): { flags: Record<string, string>; sources: stri
   return { flags, sources: parts.slice(0, -1), dest: parts[parts.length - 1]! };
 }
 
-/** Whether a .dockerignore pattern list excludes a context-relative path (subset: no `!`, `*`, `**`/, exact). */
-function ignored(patterns: string[], path: string): boolean {
-  const norm = path.replace(/^\.\//, '').replace(/\/$/, '');
-  const prefixes = norm.split('/').map((_, i, a) => a.slice(0, i + 1).join('/'));
-  return patterns.some((p) => {
-    const re = new RegExp(
-      `^${p
-        .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-        .replace(/^\*\*\//, '(?:.*/)?')
-        .replace(/\*\*/g, '.*')
-        .replace(/(?<!\.)\*/g, '[^/]*')}$`,
-    );
-    return prefixes.some((pre) => re.test(pre));
-  });
-}
-
 const dockerfile = readRepo('Dockerfile');
 const instructions = parseDockerfile(dockerfile);
 const all = stages(instructions);
 const build = all.find((s) => s.name === 'build');
 const runtime = all[all.length - 1]!;
 const ops = (s: Stage | undefined, op: string) => (s?.instructions ?? []).filter((i) => i.op === op);
-const dockerignore = readRepo('.dockerignore')
-  .split('\n')
-  .map((l) => l.trim())
-  .filter((l) => l !== '' && !l.startsWith('#'));
+const dockerignore = dockerignorePatterns(readRepo('.dockerignore'));
 
 t.test('parsers', async (t) => {
   const ins = parseDockerfile('# c\nFROM a AS b\nRUN x \\\n  # inner comment\n  && y\nCOPY ["a b", "c"]\n');
@@ -111,6 +96,11 @@ t.test('parsers', async (t) => {
   t.notOk(ignored(['*.log'], 'a/npm.log'), '* does not cross folders');
   t.notOk(ignored(['dist'], 'storage/dist-notes'));
   t.notOk(ignored(['data'], 'storage/migrations'));
+  t.ok(ignored(['**/*.tfstate.*'], 'a/terraform.tfstate.backup'), 'a * after an escaped dot');
+  t.notOk(ignored(['*.tfstate.*'], 'terraform.tfstate'));
+  t.ok(ignored(['**/vault-bootstrap*'], 'vault-bootstrap.env'), '**/ also matches at the root');
+  t.ok(ignored(['a/**/b'], 'a/x/y/b'));
+  t.notOk(ignored(['a?c'], 'a/c'), '? does not match a slash');
 });
 
 t.test('stages: build and runtime on node:20-bookworm-slim', async (t) => {
@@ -155,11 +145,43 @@ t.test('runtime stage: user 1001 in group nodejs (1001), /data volume, env, port
   t.equal(ops(runtime, 'WORKDIR')[0]?.args, '/app');
 });
 
-t.test('HEALTHCHECK: node fetch of /api/status, no curl', async (t) => {
+/** Runs the health check's script as the image would, against `port` given as PORT. */
+function runProbe(script: string, env: Record<string, string>): Promise<number | null> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['-e', script], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'ignore' });
+    child.on('close', (code) => resolve(code));
+  });
+}
+
+t.test('HEALTHCHECK: node fetch of /api/status on $PORT (default 8080), no curl', async (t) => {
   const hc = ops(runtime, 'HEALTHCHECK');
   t.equal(hc.length, 1);
-  t.match(hc[0]?.args, /CMD \["node", "-e", "fetch\('http:\/\/127\.0\.0\.1:8080\/api\/status'\)\.then\(r=>process\.exit\(r\.ok\?0:1\),\(\)=>process\.exit\(1\)\)"\]$/);
+  const m = /^(?:--\S+\s+)*CMD (\[.*\])$/.exec(hc[0]?.args ?? '');
+  t.ok(m, 'exec form: CMD [...]');
+  const argv = JSON.parse(m?.[1] ?? '[]') as string[];
+  t.same(argv.slice(0, 2), ['node', '-e']);
+  const script = argv[2] ?? '';
+  t.match(script, /process\.env\.PORT\|\|8080/, 'PORT, else 8080');
   t.notOk(instructions.some((i) => /\b(curl|wget)\b/.test(i.args)), 'no curl/wget in any instruction');
+
+  // The script itself, against a local server standing in for the service on another port.
+  let status = 200;
+  const paths: string[] = [];
+  const server = createServer((req, res) => {
+    paths.push(req.url ?? '');
+    res.writeHead(status, { 'content-type': 'application/json' }).end('{"message":"Ok"}');
+  });
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  t.teardown(() => server.close());
+  const port = String((server.address() as AddressInfo).port);
+  t.not(port, '8080');
+  t.equal(await runProbe(script, { PORT: port }), 0, 'healthy: exit 0 on the PORT given');
+  t.same(paths, ['/api/status'], 'asks GET /api/status');
+  status = 503;
+  t.equal(await runProbe(script, { PORT: port }), 1, 'unhealthy answer: exit 1');
+  server.close();
+  await once(server, 'close');
+  t.equal(await runProbe(script, { PORT: port }), 1, 'nothing listening: exit 1');
 });
 
 t.test('CMD starts the compiled server, as package.json does', async (t) => {
@@ -226,7 +248,7 @@ t.test('no secrets baked in', async (t) => {
     t.notMatch(ins.args, /KEY|SECRET|PASSWORD|TOKEN|CREDENTIAL/i, `line ${ins.line}: ${ins.op} ${ins.args}`);
   }
   t.notMatch(dockerfile, /^[^#\n]*(ENCRYPTION_KEY|AUTH_SECRET|DATABASE_URL|REDIS_URL)=/m, 'no bootstrap value assigned anywhere');
-  t.notOk(instructions.some((i) => /dev-keys|\.env\b/.test(i.args)), 'no env file copied');
+  t.notOk(instructions.some((i) => (i.op === 'COPY' || i.op === 'ADD') && /dev-keys|\.env\b|tfvars/.test(i.args)), 'no env or variables file copied');
 });
 
 t.test('.dockerignore', async (t) => {

@@ -1,11 +1,13 @@
 // generate-bootstrap: every format parses back to values that meet the seed's rules,
 // the file is 0600 and never overwritten, values reach stdout only on request.
 import { spawnSync } from 'node:child_process';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
+import { DEFAULT_OUT, FORMATS } from '../../../server/cli/generateBootstrap.js';
 import { isValidAuthSecret } from '../../../server/config.js';
-import { runCli, tempDir } from './helpers.js';
+import { dockerignorePatterns, dockerignored } from '../../chart/lib.js';
+import { REPO, runCli, tempDir } from './helpers.js';
 
 const env = { NODE_ENV: 'test' };
 
@@ -103,12 +105,15 @@ t.test('an existing file is never overwritten', async (t) => {
   t.equal(readFileSync(file, 'utf8'), 'ENCRYPTION_KEY=the-only-copy\n', 'content unchanged');
 });
 
-t.test('--stdout prints the values; --out with --stdout or neither is a usage error', async (t) => {
+t.test('--stdout prints the values; --out with --stdout is a usage error', async (t) => {
   const r = await runCli(['generate-bootstrap', '--format', 'env', '--stdout'], env);
   t.equal(r.code, 0);
   checkRules(t, parseEnv(r.stdout));
-  t.equal((await runCli(['generate-bootstrap', '--format', 'env'], env)).code, 2);
-  t.equal((await runCli(['generate-bootstrap', '--stdout', '--out', join(tempDir(t), 'x')], env)).code, 2);
+  const both = join(tempDir(t), 'x');
+  const conflict = await runCli(['generate-bootstrap', '--stdout', '--out', both], env);
+  t.equal(conflict.code, 2);
+  t.match(conflict.stderr, /give --out FILE or --stdout, not both/);
+  t.notOk(existsSync(both), 'no file written on a usage error');
   const bad = await runCli(['generate-bootstrap', '--format', 'xml', '--stdout'], env);
   t.equal(bad.code, 2);
   t.match(bad.stderr, /--format must be one of env, tfvars, yaml/);
@@ -150,4 +155,63 @@ t.test('a file inside a git work tree: loud warning unless ignored', { skip: has
   const quiet = await runCli(['generate-bootstrap', '--out', join(repo, 'ignored.env')], env);
   t.equal(quiet.code, 0);
   t.notMatch(quiet.stderr, /WARNING/);
+});
+
+t.test('relative --out and the default file resolve against the caller\'s directory (INIT_CWD), not the package root', async (t) => {
+  // `npm run cli` runs in the package root and passes the caller's directory as INIT_CWD.
+  const caller = tempDir(t, 'vault-cli-caller-');
+  const relative = `relative-${process.pid}.env`;
+  const names = [relative, ...Object.values(DEFAULT_OUT)];
+  const preexisting = new Set(names.filter((n) => existsSync(join(REPO, n))));
+  t.teardown(() => {
+    for (const n of names) if (!preexisting.has(n)) rmSync(join(REPO, n), { force: true });
+  });
+  const fromNpm = { ...env, INIT_CWD: caller };
+
+  const r = await runCli(['generate-bootstrap', '--out', relative], fromNpm, REPO);
+  t.equal(r.code, 0, r.stderr);
+  t.equal(statSync(join(caller, relative)).mode & 0o777, 0o600, '--out FILE lands in the caller\'s directory');
+  t.match(r.stdout, `wrote ${join(caller, relative)} `);
+
+  for (const format of FORMATS) {
+    const d = await runCli(['generate-bootstrap', '--format', format], fromNpm, REPO);
+    t.equal(d.code, 0, `${format}: ${d.stderr}`);
+    t.equal(statSync(join(caller, DEFAULT_OUT[format])).mode & 0o777, 0o600, `${format}: default ${DEFAULT_OUT[format]} in the caller's directory`);
+  }
+  for (const n of names) {
+    if (!preexisting.has(n)) t.notOk(existsSync(join(REPO, n)), `${n}: nothing written in the package root`);
+  }
+
+  // Run directly (no npm, no INIT_CWD): the working directory.
+  const direct = tempDir(t, 'vault-cli-direct-');
+  const plain = await runCli(['generate-bootstrap', '--format', 'tfvars'], env, direct);
+  t.equal(plain.code, 0, plain.stderr);
+  t.ok(existsSync(join(direct, DEFAULT_OUT.tfvars)), 'without INIT_CWD: the working directory');
+});
+
+t.test('the default file names and Terraform variables/state are ignored by .gitignore and .dockerignore', async (t) => {
+  const repo = tempDir(t, 'vault-cli-ignore-');
+  t.equal(spawnSync('git', ['init', '-q', repo]).status, 0, 'git init in a temporary directory');
+  copyFileSync(join(REPO, '.gitignore'), join(repo, '.gitignore'));
+  const dockerignore = dockerignorePatterns(readFileSync(join(REPO, '.dockerignore'), 'utf8'));
+  const files = [
+    ...Object.values(DEFAULT_OUT),
+    'prod.tfvars',
+    'secrets.auto.tfvars',
+    'terraform.tfstate',
+    'terraform.tfstate.backup',
+    '.terraform/providers/x',
+    'vault.env',
+  ];
+  for (const dir of ['', 'chart/examples/terraform/', 'server/']) {
+    for (const f of files) {
+      const path = `${dir}${f}`;
+      t.equal(spawnSync('git', ['-C', repo, 'check-ignore', '-q', '--', path]).status, 0, `.gitignore ignores ${path}`);
+      t.ok(dockerignored(dockerignore, path), `.dockerignore excludes ${path}`);
+    }
+  }
+  // The examples themselves stay tracked.
+  for (const kept of ['chart/examples/terraform/main.tf', 'chart/examples/terraform/variables.tf', 'chart/examples/application.yaml']) {
+    t.equal(spawnSync('git', ['-C', repo, 'check-ignore', '-q', '--', kept]).status, 1, `.gitignore keeps ${kept}`);
+  }
 });

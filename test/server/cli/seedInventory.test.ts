@@ -2,7 +2,7 @@
 // inventory creates all 14 keys by their rules, a second run changes nothing,
 // IDP_SECRET_KEY is immutable (also when it existed before the seed), and the project
 // must exist.
-import { writeFileSync } from 'node:fs';
+import { copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { SYSTEM } from '../../../server/domain/access.js';
@@ -201,4 +201,21 @@ t.test('embedded database in use by a running service: refused', async (t) => {
   const missing = await runCli(['audit-verify'], { DATA_DIR: join(tempDir(t), 'nothing-here') });
   t.equal(missing.code, 1);
   t.match(missing.stderr, /no database found/);
+});
+
+t.test('a relative --file is read from the caller\'s directory (INIT_CWD under npm run cli), not the package root', async (t) => {
+  const env = await cliEnv(t, 'postgres');
+  await createHomelab(t, env);
+  const caller = tempDir(t, 'vault-cli-caller-');
+  copyFileSync(INVENTORY, join(caller, 'my-inventory.json'));
+  const fromNpm = { ...env, INIT_CWD: caller };
+
+  // A path that exists only relative to the package root is not found.
+  const rootRelative = await runCli(['seed-inventory', '--file', 'docs/homelab-inventory.json'], fromNpm, REPO);
+  t.equal(rootRelative.code, 1);
+  t.match(rootRelative.stderr, `cannot read the inventory ${join(caller, 'docs/homelab-inventory.json')}: ENOENT`);
+
+  const r = await runCli(['seed-inventory', '--file', 'my-inventory.json'], fromNpm, REPO);
+  t.equal(r.code, 0, r.stderr);
+  t.match(r.stdout, /14 keys in homelab\/prod\/: 6 created, 0 kept, 8 placeholders/);
 });
