@@ -1,6 +1,6 @@
 // One SQL dialect: postgres.js talks either to a real PostgreSQL (DATABASE_URL) or to
 // an embedded PGlite database served on a private unix socket, through the same driver.
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, open, readFile, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import postgres from 'postgres';
 
@@ -77,6 +77,55 @@ function describe(err: unknown): string {
   return e.code ?? e.message ?? 'unknown error';
 }
 
+export class EmbeddedDatabaseInUseError extends Error {
+  override readonly name = 'EmbeddedDatabaseInUseError';
+}
+
+/** Lock files this process holds: a second open in the same process is refused too. */
+const heldLocks = new Set<string>();
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * PGlite takes no lock on its folder, and two processes writing the same files corrupt
+ * them. Like PostgreSQL's postmaster.pid: the lock file names its owner; a lock whose
+ * owner is gone (or is this pid in an earlier life, as PID 1 in a restarted container) is
+ * taken over.
+ */
+async function lockEmbedded(dataDir: string, lockPath: string): Promise<() => Promise<void>> {
+  const refuse = (who: string) =>
+    new EmbeddedDatabaseInUseError(
+      `the embedded database in ${dataDir} is in use by ${who}: it admits one process at a time ` +
+        '(stop the service before running a command against it, or set DATABASE_URL)',
+    );
+  if (heldLocks.has(lockPath)) throw refuse('this process');
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const file = await open(lockPath, 'wx', 0o600);
+      await file.writeFile(`${process.pid}\n`);
+      await file.close();
+      heldLocks.add(lockPath);
+      return async () => {
+        heldLocks.delete(lockPath);
+        await rm(lockPath, { force: true });
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    const owner = Number.parseInt(await readFile(lockPath, 'utf8').catch(() => ''), 10);
+    if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && isAlive(owner)) throw refuse(`process ${owner}`);
+    await rm(lockPath, { force: true });
+  }
+  throw refuse('another process starting at the same moment');
+}
+
 async function connectEmbedded(opts: ConnectOptions): Promise<Database> {
   const { PGlite } = await import('@electric-sql/pglite');
   const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
@@ -85,14 +134,24 @@ async function connectEmbedded(opts: ConnectOptions): Promise<Database> {
   const sockDir = join(dataDir, 'run');
   await mkdir(dbDir, { recursive: true, mode: 0o700 });
   await mkdir(sockDir, { recursive: true, mode: 0o700 });
+  const unlock = await lockEmbedded(dataDir, join(sockDir, 'embedded.pid'));
   const sockPath = join(sockDir, '.s.PGSQL.5432');
-  // A socket left by a killed process would make listen() fail.
-  await rm(sockPath, { force: true });
-
-  const db = await PGlite.create(dbDir);
-  // PGlite has one backend: one connection, so transactions never interleave.
-  const server = new PGLiteSocketServer({ db, path: sockPath, maxConnections: 1 });
-  await server.start();
+  let db: InstanceType<typeof PGlite> | undefined;
+  let server: InstanceType<typeof PGLiteSocketServer> | undefined;
+  try {
+    // A socket left by a killed process would make listen() fail; the lock says it is not live.
+    await rm(sockPath, { force: true });
+    db = await PGlite.create(dbDir);
+    // PGlite has one backend: one connection, so transactions never interleave.
+    server = new PGLiteSocketServer({ db, path: sockPath, maxConnections: 1 });
+    await server.start();
+  } catch (err) {
+    await server?.stop().catch(() => {});
+    await db?.close().catch(() => {});
+    await unlock();
+    throw err;
+  }
+  const started = { db, server };
   const sql = postgres({
     ...baseOptions,
     host: sockDir,
@@ -102,14 +161,20 @@ async function connectEmbedded(opts: ConnectOptions): Promise<Database> {
     max: 1,
     idle_timeout: 0,
   }) as unknown as Sql;
-  await waitForDatabase(sql, opts.waitMs ?? 30_000, opts.log);
-  return {
-    sql,
-    kind: 'embedded',
-    async close() {
+  const close = async () => {
+    try {
       await sql.end({ timeout: 5 });
-      await server.stop();
-      await db.close();
-    },
+      await started.server.stop();
+      await started.db.close();
+    } finally {
+      await unlock();
+    }
   };
+  try {
+    await waitForDatabase(sql, opts.waitMs ?? 30_000, opts.log);
+  } catch (err) {
+    await close().catch(() => {});
+    throw err;
+  }
+  return { sql, kind: 'embedded', close };
 }

@@ -2,7 +2,6 @@
 // variables as the service (DATABASE_URL, or the embedded database in DATA_DIR).
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { connect } from 'node:net';
 import { join, resolve } from 'node:path';
 import { connectDatabase, type Database } from '../../storage/db.js';
 import { ConfigError, DEV_KEYS_FILE, parseConfig, withDevelopmentKeys, type Config } from '../config.js';
@@ -33,31 +32,12 @@ export function describeTarget(t: DatabaseTarget): string {
   }
 }
 
-/**
- * The embedded database admits one process. A command must not open it under a running
- * service: it would remove the service's socket and write to files the service has open.
- */
-async function assertEmbeddedFree(dataDir: string): Promise<void> {
+/** A command never creates an embedded database: a wrong DATA_DIR would start an empty one. */
+function assertEmbeddedExists(dataDir: string): void {
   if (!existsSync(join(dataDir, 'pglite'))) {
     throw new CliError(
       `no database found: DATABASE_URL is not set and ${dataDir} holds no embedded database ` +
         '(set DATABASE_URL, or DATA_DIR to the service\'s data folder)',
-    );
-  }
-  const socket = join(dataDir, 'run', '.s.PGSQL.5432');
-  if (!existsSync(socket)) return;
-  const live = await new Promise<boolean>((done) => {
-    const s = connect(socket);
-    s.once('connect', () => {
-      s.destroy();
-      done(true);
-    });
-    s.once('error', () => done(false));
-  });
-  if (live) {
-    throw new CliError(
-      `the embedded database in ${dataDir} is in use (is the service running?): stop the service first, ` +
-        'the embedded database admits one process at a time',
     );
   }
 }
@@ -65,7 +45,7 @@ async function assertEmbeddedFree(dataDir: string): Promise<void> {
 /** Opens the database named by the environment; never creates an embedded one. */
 export async function openDatabase(env: Record<string, string | undefined>, io: Io, poolSize?: number): Promise<Database> {
   const target = databaseTarget(env);
-  if (!target.databaseUrl) await assertEmbeddedFree(target.dataDir);
+  if (!target.databaseUrl) assertEmbeddedExists(target.dataDir);
   try {
     return await connectDatabase({ ...target, poolSize, log: (m) => io.err(m) });
   } catch (err) {
@@ -82,7 +62,7 @@ export async function openDatabase(env: Record<string, string | undefined>, io: 
 export async function serviceConfig(env: Record<string, string | undefined>, io: Io): Promise<Config> {
   let e = { ...env };
   const target = databaseTarget(e);
-  if (!target.databaseUrl) await assertEmbeddedFree(target.dataDir);
+  if (!target.databaseUrl) assertEmbeddedExists(target.dataDir);
   const devKeys = join(target.dataDir, DEV_KEYS_FILE);
   if (e.ENCRYPTION_KEY === undefined && (e.NODE_ENV ?? 'development') !== 'production' && existsSync(devKeys)) {
     e = withDevelopmentKeys({ ...e, AUTH_SECRET: undefined }).env;

@@ -1,0 +1,73 @@
+// The embedded database admits one process: its lock file refuses a second opener while
+// the owner lives, is taken over when the owner is gone, and is released on close.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t, { type Test } from 'tap';
+import { connectDatabase, EmbeddedDatabaseInUseError } from '../../storage/db.js';
+
+function dataDir(t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), 'vault-db-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+const lockFile = (dir: string) => join(dir, 'run', 'embedded.pid');
+
+/** A process that is running until the test ends. */
+function liveProcess(t: Test): number {
+  const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1 << 30)'], { stdio: 'ignore' });
+  t.teardown(() => child.kill('SIGKILL'));
+  return child.pid!;
+}
+
+/** The pid of a process that has exited. */
+async function deadPid(): Promise<number> {
+  const child = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' });
+  await new Promise((done) => child.once('exit', done));
+  return child.pid!;
+}
+
+t.test('open: the lock names this process; close releases it; a reopen works', async (t) => {
+  const dir = dataDir(t);
+  const db = await connectDatabase({ dataDir: dir });
+  t.equal(readFileSync(lockFile(dir), 'utf8').trim(), String(process.pid));
+  await db.sql`create table kept (n int)`;
+  await db.close();
+  t.notOk(existsSync(lockFile(dir)), 'released on close');
+  const again = await connectDatabase({ dataDir: dir });
+  t.teardown(() => again.close());
+  t.same(await again.sql`select count(*)::int as n from kept`, [{ n: 0 }], 'same database');
+});
+
+t.test('a second open in the same process is refused, the first keeps working', async (t) => {
+  const dir = dataDir(t);
+  const db = await connectDatabase({ dataDir: dir });
+  t.teardown(() => db.close());
+  await t.rejects(connectDatabase({ dataDir: dir }), EmbeddedDatabaseInUseError);
+  await t.rejects(connectDatabase({ dataDir: dir }), /is in use by this process: it admits one process at a time/);
+  t.same(await db.sql`select 1 as one`, [{ one: 1 }]);
+  t.equal(readFileSync(lockFile(dir), 'utf8').trim(), String(process.pid), 'the lock is still the first opener\'s');
+});
+
+t.test('a lock held by another live process is refused and left alone', async (t) => {
+  const dir = dataDir(t);
+  const owner = liveProcess(t);
+  mkdirSync(join(dir, 'run'), { recursive: true });
+  writeFileSync(lockFile(dir), `${owner}\n`);
+  await t.rejects(connectDatabase({ dataDir: dir }), new RegExp(`is in use by process ${owner}`));
+  t.equal(readFileSync(lockFile(dir), 'utf8').trim(), String(owner), 'not taken over');
+  t.notOk(existsSync(join(dir, 'run', '.s.PGSQL.5432')), 'no socket was opened');
+});
+
+t.test('a lock left by a process that is gone, or unreadable, is taken over', async (t) => {
+  for (const content of [`${await deadPid()}\n`, 'garbage', '']) {
+    const dir = dataDir(t);
+    mkdirSync(join(dir, 'run'), { recursive: true });
+    writeFileSync(lockFile(dir), content);
+    const db = await connectDatabase({ dataDir: dir });
+    t.equal(readFileSync(lockFile(dir), 'utf8').trim(), String(process.pid), `stale lock ${JSON.stringify(content)} taken over`);
+    await db.close();
+  }
+});
