@@ -8,6 +8,7 @@ import { authenticator, type Authenticator } from './auth/authenticate.js';
 import { identityTokens, userSessionTokens } from './auth/tokens.js';
 import type { Config } from './config.js';
 import { accessControl, type AccessControl } from './domain/access.js';
+import { openAuditKey } from './domain/audit.js';
 import { createCaches, type Caches } from './domain/caches.js';
 import { identitiesDomain, type IdentitiesDomain } from './domain/identities.js';
 import { openKeyring, type Keyring } from './domain/keyring.js';
@@ -55,10 +56,11 @@ export async function createServices(config: Config, log: Logger): Promise<Servi
     cleanups.push(() => db.close());
     const applied = await migrate(db.sql);
     if (applied.length) log.info(`applied database migrations ${applied.join(', ')}`);
-    const store = createStore(db.sql);
+    // Keyless until the audit key is open: it only reads keys and creates them.
+    const boot = createStore(db.sql);
 
     // Data keys say which root key version wrapped them (a rotation bumps it).
-    const versions = await store.keys.rootKeyVersions();
+    const versions = await boot.keys.rootKeyVersions();
     if (versions.length > 1) throw new Error(`data keys are wrapped under several root key versions (${versions.join(', ')})`);
     const crypto = await createCrypto({
       encryptionKeyHex: config.encryptionKey,
@@ -66,7 +68,8 @@ export async function createServices(config: Config, log: Logger): Promise<Servi
       threads: config.cryptoThreads,
     });
     cleanups.push(() => crypto.close());
-    const keyring = await openKeyring(store, crypto);
+    const keyring = await openKeyring(boot, crypto);
+    const store = createStore(db.sql, { auditKey: await openAuditKey(boot, crypto) });
 
     const namespace = config.redisUrl ? (await store.organizations.ensureDefault()).id : undefined;
     const bus = config.redisUrl ? await redisBus(config.redisUrl, { namespace, log: (m) => log.warn(m) }) : memoryBus();
