@@ -9,6 +9,7 @@ import { authenticator, type Authenticator } from './auth/authenticate.js';
 import { identityTokens, loginAttemptKeys, userSessionTokens } from './auth/tokens.js';
 import type { Config } from './config.js';
 import { accessControl, type AccessControl } from './domain/access.js';
+import { openAuditKey } from './domain/audit.js';
 import { createCaches, type Caches } from './domain/caches.js';
 import { identitiesDomain, type IdentitiesDomain } from './domain/identities.js';
 import { openKeyring, type Keyring } from './domain/keyring.js';
@@ -89,10 +90,11 @@ export async function createServices(config: Config, log: Logger): Promise<Servi
     cleanups.push(() => db.close());
     const applied = await migrate(db.sql);
     if (applied.length) log.info(`applied database migrations ${applied.join(', ')}`);
-    const store = createStore(db.sql);
+    // Keyless until the audit key is open: it only reads keys and creates them.
+    const boot = createStore(db.sql);
 
     // Data keys say which root key version wrapped them (a rotation bumps it).
-    const versions = await store.keys.rootKeyVersions();
+    const versions = await boot.keys.rootKeyVersions();
     if (versions.length > 1) throw new Error(`data keys are wrapped under several root key versions (${versions.join(', ')})`);
     const crypto = await createCrypto({
       encryptionKeyHex: config.encryptionKey,
@@ -109,7 +111,8 @@ export async function createServices(config: Config, log: Logger): Promise<Servi
     // (it cannot be zeroed; unreachable, it is collected).
     delete (config as Partial<Config>).encryptionKey;
     delete process.env.ENCRYPTION_KEY;
-    const keyring = await openKeyring(store, crypto);
+    const keyring = await openKeyring(boot, crypto);
+    const store = createStore(db.sql, { auditKey: await openAuditKey(boot, crypto) });
 
     const sweep = periodically(ACCESS_TOKEN_SWEEP_MS, async () => {
       const deleted = await sweepAccessTokens(db.sql, { graceSeconds: ACCESS_TOKEN_GRACE_SECONDS });

@@ -1,7 +1,7 @@
 // The storage layer's single entry: every aggregate's store bound to the pool or to
 // one transaction.
 import type { Queryable, Sql, Tx } from './db.js';
-import { auditStore } from './audit.js';
+import { auditStore, type AuditKey } from './audit.js';
 import { foldersStore } from './folders.js';
 import { identitiesStore } from './identities.js';
 import { keysStore } from './keys.js';
@@ -12,7 +12,7 @@ import { projectsStore } from './projects.js';
 import { secretsStore } from './secrets.js';
 import { usersStore } from './users.js';
 
-function bind(sql: Queryable) {
+function bind(sql: Queryable, opts: StoreOptions) {
   return {
     keys: keysStore(sql),
     organizations: organizationsStore(sql),
@@ -21,10 +21,15 @@ function bind(sql: Queryable) {
     secrets: secretsStore(sql),
     identities: identitiesStore(sql),
     memberships: membershipsStore(sql),
-    audit: auditStore(sql),
+    audit: auditStore(sql, opts.auditKey),
     users: usersStore(sql),
     loginAttempts: loginAttemptsStore(sql),
   };
+}
+
+export interface StoreOptions {
+  /** The key the audit trail is chained with; without it, audit appends and verify refuse. */
+  auditKey?: AuditKey;
 }
 
 export type Stores = ReturnType<typeof bind>;
@@ -36,12 +41,12 @@ export interface Store extends Stores {
   transaction<T>(fn: (s: TxStores) => Promise<T>): Promise<T>;
 }
 
-export function createStore(sql: Sql): Store {
+export function createStore(sql: Sql, opts: StoreOptions = {}): Store {
   return {
     sql,
-    ...bind(sql),
+    ...bind(sql, opts),
     transaction: <T>(fn: (s: TxStores) => Promise<T>) =>
-      sql.begin((tx) => fn({ ...bind(tx), tx })) as Promise<T>,
+      sql.begin((tx) => fn({ ...bind(tx, opts), tx })) as Promise<T>,
   };
 }
 

@@ -2,9 +2,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from './db.js';
 
+export type KeyPurpose = 'system' | 'project' | 'audit';
+
 export interface WrappedKeyRow {
   id: string;
-  purpose: 'system' | 'project';
+  purpose: KeyPurpose;
   rootKeyVersion: number;
   wrapped: Buffer;
 }
@@ -34,7 +36,7 @@ export interface CanaryRow {
 
 export function keysStore(sql: Queryable) {
   return {
-    async insert(key: { id?: string; purpose: 'system' | 'project'; rootKeyVersion: number; wrapped: Buffer }): Promise<string> {
+    async insert(key: { id?: string; purpose: KeyPurpose; rootKeyVersion: number; wrapped: Buffer }): Promise<string> {
       const id = key.id ?? randomUUID();
       try {
         await sql`insert into crypto_keys (id, purpose, root_key_version, wrapped)
@@ -50,6 +52,11 @@ export function keysStore(sql: Queryable) {
     },
     async get(id: string): Promise<WrappedKeyRow | undefined> {
       const [row] = await sql<WrappedKeyRow[]>`select id, purpose, root_key_version, wrapped from crypto_keys where id = ${id}`;
+      return row;
+    },
+    /** The audit trail's key (there is at most one). */
+    async audit(): Promise<WrappedKeyRow | undefined> {
+      const [row] = await sql<WrappedKeyRow[]>`select id, purpose, root_key_version, wrapped from crypto_keys where purpose = 'audit'`;
       return row;
     },
     async all(): Promise<WrappedKeyRow[]> {

@@ -1,52 +1,126 @@
-// audit-verify: walks the hash-chained audit trail and names the first entry that does
-// not verify. Read-only: needs the database, not the keys.
+// audit-verify: recomputes every MAC of the audit chain with the audit key (so it needs
+// ENCRYPTION_KEY, like the service), checks every link and the head anchor, and prints
+// the head for the operator to record out of band. Read-only.
+import { createCrypto, type Crypto } from '../../crypto/index.js';
 import { createStore } from '../../storage/index.js';
-import { CliError, EXIT_FAILURE, EXIT_OK, parse, type Command, type Context } from './command.js';
-import { databaseTarget, describeTarget, openDatabase } from './database.js';
+import type { AuditVerification } from '../../storage/audit.js';
+import { AUDIT_HEAD_MAC_CHARS, AuditTrailError, headSummary, loadAuditKey } from '../domain/audit.js';
+import { openKeyring, WrongEncryptionKeyError } from '../domain/keyring.js';
+import { CliError, EXIT_FAILURE, EXIT_OK, UsageError, parse, type Command, type Context } from './command.js';
+import { databaseTarget, describeTarget, openDatabase, serviceConfig } from './database.js';
 
-const HELP = `Usage: vault-standalone audit-verify
+const HELP = `Usage: vault-standalone audit-verify [--recorded-head ID:MAC]
 
-Walks the audit trail from its first entry and checks every entry's hash against its
-content and its predecessor's hash. An edited, deleted or inserted row breaks the chain
-at that entry. Read-only; needs no key.
+Recomputes the audit trail from its first entry: every entry's MAC (HMAC-SHA-256 under
+the audit key, held by the crypto workers) over its content and its predecessor's MAC,
+every link, and the head anchor (entry count, last id and last MAC, itself MACed). An
+edited, inserted or deleted row, the newest ones included, and an edited anchor are
+reported. Entries written before the chain was keyed are checked by their plain SHA-256
+chain; the anchor pins how many there are. Read-only.
 
-Environment: DATABASE_URL (or DATA_DIR for the embedded database).
+What it cannot see alone: the whole table and its anchor replaced by an older copy (a
+rollback). Record the printed head elsewhere (a ticket, a log shipped off the host) and
+pass it later as --recorded-head: that entry must still be in the chain, unchanged.
+
+Environment: the service's own: ENCRYPTION_KEY, and DATABASE_URL (or DATA_DIR for the
+embedded database, which must not be in use by a running service).
 
 Options:
-  -h, --help    this help
+  --recorded-head ID:MAC  an earlier head: entry id and the MAC prefix printed with it
+  -h, --help              this help
 
-Output: "audit chain ok: N entries" (exit 0), or the id of the first broken entry
-(exit 1). Exit 2: usage error.`;
+Output: "audit chain ok: N entries" and the head (exit 0), or what is broken (exit 1).
+Exit 2: usage error.`;
+
+const RECORDED_HEAD = new RegExp(`^(\\d{1,15}):([0-9a-fA-F]{${AUDIT_HEAD_MAC_CHARS},64})$`);
 
 export const auditVerify: Command = {
   name: 'audit-verify',
-  summary: 'verify the hash chain of the audit trail',
+  summary: 'verify the audit trail: every entry MAC, every link and the head anchor',
   help: HELP,
   async run(argv: string[], { env, io }: Context): Promise<number> {
-    const o = parse(argv, {});
+    const o = parse(argv, { 'recorded-head': { type: 'string' } });
     if (o.help) {
       io.out(HELP);
       return EXIT_OK;
     }
+    let recordedHead: { lastId: number; macPrefix: string } | undefined;
+    if (o['recorded-head'] !== undefined) {
+      const m = RECORDED_HEAD.exec(o['recorded-head']);
+      if (!m) throw new UsageError(`--recorded-head must be ID:MAC (an entry id and at least ${AUDIT_HEAD_MAC_CHARS} hex characters of its MAC)`);
+      recordedHead = { lastId: Number(m[1]), macPrefix: m[2]!.toLowerCase() };
+    }
+    const config = await serviceConfig(env, io);
+    const target = describeTarget(databaseTarget(env));
     const db = await openDatabase(env, io, 1);
+    let crypto: Crypto | undefined;
     try {
       const [table] = await db.sql<{ t: string | null }[]>`select to_regclass('audit_log')::text as t`;
-      if (!table?.t) {
-        throw new CliError(`the ${describeTarget(databaseTarget(env))} has no audit trail (the service has never started on it)`);
+      const boot = createStore(db.sql);
+      if (!table?.t || !(await boot.keys.canary())) {
+        throw new CliError(`the ${target} has no audit trail (the service has never started on it)`);
       }
-      const result = await createStore(db.sql).audit.verify();
-      if (result.ok) {
-        io.out(`audit chain ok: ${result.entries} entr${result.entries === 1 ? 'y' : 'ies'}`);
-        return EXIT_OK;
+      const versions = await boot.keys.rootKeyVersions();
+      if (versions.length !== 1) throw new CliError(`data keys are wrapped under several root key versions (${versions.join(', ')})`);
+      crypto = await createCrypto({ encryptionKeyHex: config.encryptionKey, rootKeyVersion: versions[0]!, threads: config.cryptoThreads });
+      let result: AuditVerification;
+      try {
+        // The canary exists, so this only reads: it proves ENCRYPTION_KEY is this database's key.
+        await openKeyring(boot, crypto);
+        const auditKey = await loadAuditKey(boot, crypto);
+        result = await createStore(db.sql, { auditKey }).audit.verify({ recordedHead });
+      } catch (err) {
+        if (err instanceof WrongEncryptionKeyError || err instanceof AuditTrailError) throw new CliError(err.message);
+        throw err;
       }
-      io.out(
-        `audit chain BROKEN at entry id ${result.brokenAt} (${result.entries} entries walked): ` +
-          `entry ${result.brokenAt} was changed, or an entry before it was removed or inserted; ` +
-          'entries from there on cannot be trusted.',
-      );
-      return EXIT_FAILURE;
+      for (const line of describeResult(result)) io.out(line);
+      return result.ok ? EXIT_OK : EXIT_FAILURE;
     } finally {
+      await crypto?.close().catch(() => {});
       await db.close().catch(() => {});
     }
   },
 };
+
+const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
+
+function describeResult(r: AuditVerification): string[] {
+  if (r.ok) {
+    const h = headSummary(r.head);
+    const lines = [
+      `audit chain ok: ${plural(r.entries, 'entry', 'entries')}`,
+      `head: ${plural(h.entries, 'entry', 'entries')}, last id ${h.lastId}, mac ${h.mac}`,
+      `  record it out of band; a later check that the trail was not rolled back: audit-verify --recorded-head ${h.lastId}:${h.mac}`,
+    ];
+    if (h.legacyEntries > 0) {
+      lines.push(
+        `  of which ${h.legacyEntries} written before the chain was keyed: checked by their plain SHA-256 chain, pinned by the anchor`,
+      );
+    }
+    return lines;
+  }
+  const walked = `${plural(r.entries, 'entry', 'entries')} walked`;
+  switch (r.reason) {
+    case 'entry':
+      return [
+        `audit chain BROKEN at entry id ${r.brokenAt} (${walked}): ` +
+          `entry ${r.brokenAt} was changed, or an entry before it was removed or inserted; ` +
+          'entries from there on cannot be trusted.',
+      ];
+    case 'anchor-missing':
+      return [`audit chain BROKEN: the head anchor (audit_chain_head) is missing (${walked}); the newest entries cannot be vouched for.`];
+    case 'anchor-invalid':
+      return [`audit chain BROKEN: the head anchor (audit_chain_head) was edited: its MAC does not verify (${walked}).`];
+    case 'head-mismatch':
+      return [
+        `audit chain BROKEN at its end: the anchor records ${plural(r.anchored!.entries, 'entry', 'entries')} ending at id ` +
+          `${r.anchored!.lastId}, the table holds ${plural(r.found!.entries, 'entry', 'entries')} ending at id ${r.found!.lastId}: ` +
+          'the newest entries were removed (or the anchor is older than the table).',
+      ];
+    case 'recorded-head-missing':
+      return [
+        `audit chain BROKEN: the recorded head is not in the chain (${walked}): that entry was removed or differs, ` +
+          'so the trail (with its anchor) was rolled back to an older copy or replaced.',
+      ];
+  }
+}

@@ -4,9 +4,11 @@
 // back: the old key keeps working and nothing is lost.
 import { createCrypto, type Crypto } from '../../crypto/index.js';
 import type { Database, Queryable, Sql } from '../../storage/db.js';
+import { auditStore } from '../../storage/audit.js';
 import { createStore, type Store, type TxStores } from '../../storage/index.js';
 import type { WrappedKeyRow } from '../../storage/keys.js';
 import { migrate } from '../../storage/migrate.js';
+import { AuditTrailError, loadAuditKey } from '../domain/audit.js';
 import { dataKeyAad, openKeyring, WrongEncryptionKeyError } from '../domain/keyring.js';
 import { secretAad } from '../domain/secrets.js';
 import { CliError, EXIT_OK, parse, refuseKeyLikeArguments, type Command, type Context, type Io } from './command.js';
@@ -16,7 +18,8 @@ const HELP = `Usage: vault-standalone rotate-key [--dry-run]
 
 Rotates the root key: every data key is re-wrapped from the current ENCRYPTION_KEY to
 NEW_ENCRYPTION_KEY in one transaction. Before committing, the new key ALONE must open
-the canary, every data key and every secret of every project; otherwise everything is
+the canary, unwrap every data key (the audit key included) to the same key as before,
+open every secret of every project and extend the audit chain; otherwise everything is
 rolled back and the current key keeps working.
 
 Stop the service first (every replica): a running replica would keep wrapping new
@@ -44,6 +47,7 @@ Test-only fault injection (never set in production):
 Exit codes: 0 rotated (or dry run verified), 1 failure (nothing changed), 2 usage error.`;
 
 const HEX32 = /^[0-9a-fA-F]{32}$/;
+const ROTATION_CHECK = 'vault-standalone:rotation-check';
 const APP_NAME = 'vault-standalone';
 
 class DryRun extends Error {
@@ -58,6 +62,7 @@ interface RotationResult {
   toVersion: number;
   keys: number;
   systemKeys: number;
+  auditKeys: number;
   projects: number;
   secrets: number;
 }
@@ -128,6 +133,10 @@ export const rotateKey: Command = {
       });
       cryptos.push(rotating);
       await assertCurrentKey(store, rotating, newKey.toLowerCase(), from, cryptos);
+      // The rotation is audited: the chain must be keyed (and its key open) already.
+      await loadAuditKey(store, rotating).catch((err: unknown) => {
+        throw err instanceof AuditTrailError ? new CliError(`${err.message}. Nothing was changed.`) : err;
+      });
       // The proof: a crypto instance that holds the new key and nothing else.
       const newOnly = await createCrypto({ encryptionKeyHex: newKey.toLowerCase(), rootKeyVersion: to, threads: 1 });
       cryptos.push(newOnly);
@@ -238,6 +247,10 @@ async function rotate(
   await s.keys.setCurrentRootKeyVersion(to);
 
   const rewrapped = new Map<string, Buffer>();
+  // The same data key after re-wrapping, not merely some key: its MAC of a fixed
+  // message must not change. Computed before, with the old root key.
+  const fingerprints = new Map<string, Buffer>();
+  for (const r of rows) fingerprints.set(r.id, await rotating.mac(r.wrapped, dataKeyAad(r.id), ROTATION_CHECK));
   const checkpoint = async (n: number) => {
     if (failAfter === n) throw new FaultInjected(`fault injected by VAULT_ROTATE_FAIL_AFTER=${n} after ${n} re-wrapped keys`);
     if (pauseAfter === n) {
@@ -262,8 +275,11 @@ async function rotate(
   await openKeyring(storeOf(s), newOnly).catch((err: unknown) => {
     throw new CliError(`the new key does not open the canary after re-wrapping (${describe(err)})`);
   });
-  // 2. Every data key unwraps (also those of projects without secrets).
-  for (const [id, wrapped] of rewrapped) await newOnly.mac(wrapped, dataKeyAad(id), 'vault-standalone:rotation-check');
+  // 2. Every data key (system, audit, and projects without secrets too) unwraps to the same key.
+  for (const [id, wrapped] of rewrapped) {
+    const mac = await newOnly.mac(wrapped, dataKeyAad(id), ROTATION_CHECK);
+    if (!mac.equals(fingerprints.get(id)!)) throw new CliError(`data key ${id} is not the same key after re-wrapping`);
+  }
   // 3. Every secret of every project opens: one task per project.
   let secrets = 0;
   const projects = await s.projects.list();
@@ -291,10 +307,13 @@ async function rotate(
     toVersion: to,
     keys: rows.length,
     systemKeys: rows.filter((r) => r.purpose === 'system').length,
+    auditKeys: rows.filter((r) => r.purpose === 'audit').length,
     projects: projects.length,
     secrets,
   };
-  await s.audit.append(s.tx, {
+  // 4. The audit chain's anchor verifies, and is extended, under the new key alone.
+  const auditKey = await loadAuditKey(s, newOnly);
+  await auditStore(s.tx, auditKey).append(s.tx, {
     actorType: 'system',
     actorId: null,
     eventType: 'rotate-root-key',
@@ -311,7 +330,8 @@ function report(io: Io, r: RotationResult, dryRun: boolean): void {
   } else {
     io.out(`root key rotated: version ${r.fromVersion} -> ${r.toVersion}`);
   }
-  io.out(`  data keys re-wrapped: ${r.keys} (${r.systemKeys} system, ${r.keys - r.systemKeys} project)`);
+  const projectKeys = r.keys - r.systemKeys - r.auditKeys;
+  io.out(`  data keys re-wrapped: ${r.keys} (${r.systemKeys} system, ${r.auditKeys} audit, ${projectKeys} project)`);
   io.out(`  secrets verified with the new key alone: ${r.secrets} (in ${r.projects} project${r.projects === 1 ? '' : 's'})`);
   if (dryRun) return;
   io.out('');

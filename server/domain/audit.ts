@@ -1,10 +1,102 @@
 // Reading the audit trail: the superadmin sees every entry; a project admin sees the
 // entries of its project only. Entries are written by the domain that makes each change,
-// inside its transaction (storage/audit.ts append), never here.
+// inside its transaction (storage/audit.ts append), never here. Also the audit key: the
+// data key the chain is MACed with, created with the chain's anchor at first start.
+import { randomUUID } from 'node:crypto';
+import type { Crypto } from '../../crypto/index.js';
 import type { Store } from '../../storage/index.js';
-import type { AuditFilter, AuditListRow } from '../../storage/audit.js';
+import { AuditChainError, type AuditFilter, type AuditHead, type AuditKey, type AuditListRow, type AuditVerification } from '../../storage/audit.js';
 import { AppError } from '../errors.js';
 import { requireOrgAdmin, type AccessControl, type Actor, type SystemActor } from './access.js';
+import { dataKeyAad, WrongEncryptionKeyError } from './keyring.js';
+
+/** The audit trail cannot be opened for writing: the service must not start. */
+export class AuditTrailError extends Error {
+  override readonly name = 'AuditTrailError';
+}
+
+const ANCHOR_MISSING =
+  'the audit trail has been keyed, but its head anchor (table audit_chain_head) is missing: the database was ' +
+  'tampered with or partly restored. Refusing to start (nothing could be audited). Run audit-verify, and restore ' +
+  'the database from a backup whose audit head matches the one recorded out of band.';
+const ANCHOR_INVALID =
+  'the audit trail\'s head anchor (table audit_chain_head) does not verify under the audit key: it was edited. ' +
+  'Refusing to start (nothing could be audited). Run audit-verify, and restore the database from a backup ' +
+  'whose audit head matches the one recorded out of band.';
+
+const auditKeyOf = (crypto: Pick<Crypto, 'mac'>, keyId: string, wrapped: Buffer): AuditKey => ({
+  keyId,
+  mac: (message) => crypto.mac(wrapped, dataKeyAad(keyId), message),
+});
+
+/**
+ * At start: the audit key. On the first start (also the first after the upgrade that
+ * keyed the chain) a random data key is generated, stored only wrapped beside the
+ * others (so rotate-key re-wraps it), and the chain is anchored at its current end.
+ * Refuses a chain whose anchor is missing or edited: appends could not extend it.
+ */
+export async function openAuditKey(store: Store, crypto: Crypto): Promise<AuditKey> {
+  if (!(await store.audit.anchor())) {
+    await store.transaction(async (s) => {
+      // Replicas starting together: one anchors, the others wait and find the anchor.
+      await s.audit.lockChain(s.tx);
+      if (await s.audit.anchor()) return;
+      if (await s.keys.audit()) throw new AuditTrailError(ANCHOR_MISSING);
+      const id = randomUUID();
+      const wrapped = await crypto.generateDataKey(dataKeyAad(id));
+      await s.keys.insert({ id, purpose: 'audit', rootKeyVersion: crypto.rootKeyVersion, wrapped });
+      await s.audit.createAnchor(s.tx, auditKeyOf(crypto, id, wrapped)).catch((err: unknown) => {
+        throw err instanceof AuditChainError ? new AuditTrailError(ANCHOR_MISSING) : err;
+      });
+    });
+  }
+  const key = await loadAuditKey(store, crypto);
+  if (!(await store.audit.anchorHolds(key))) throw new AuditTrailError((await store.audit.anchor()) ? ANCHOR_INVALID : ANCHOR_MISSING);
+  return key;
+}
+
+/** Read-only (audit-verify, rotate-key): the audit key, proven to unwrap under this crypto's root key. */
+export async function loadAuditKey(store: Pick<Store, 'keys' | 'audit'>, crypto: Pick<Crypto, 'mac'>): Promise<AuditKey> {
+  // By purpose, not by the anchor's key_id: an edited key_id is then a failed anchor MAC.
+  const row = await store.keys.audit();
+  if (!row) {
+    throw new AuditTrailError(
+      (await store.audit.anchor())
+        ? 'the audit key (a crypto_keys row) was deleted: the audit trail can no longer be verified or extended'
+        : 'the audit trail is not keyed yet: start the service (this version) once, then retry',
+    );
+  }
+  const key = auditKeyOf(crypto, row.id, row.wrapped);
+  try {
+    await key.mac('vault-standalone/audit-key-check');
+  } catch (err) {
+    if ((err as { code?: string }).code === 'UNWRAP_FAILED') throw new WrongEncryptionKeyError();
+    throw err;
+  }
+  return key;
+}
+
+/** What an operator records out of band: the count, the last id and a prefix of the last MAC. */
+export interface AuditHeadSummary {
+  entries: number;
+  legacyEntries: number;
+  lastId: number;
+  /** The first 16 hex characters of the last entry's MAC. */
+  mac: string;
+}
+
+export const AUDIT_HEAD_MAC_CHARS = 16;
+
+export const headSummary = (h: AuditHead): AuditHeadSummary => ({
+  entries: h.entries,
+  legacyEntries: h.legacyEntries,
+  lastId: h.lastId,
+  mac: h.lastMac.toString('hex').slice(0, AUDIT_HEAD_MAC_CHARS),
+});
+
+export type AuditVerifyResult =
+  | { ok: true; entries: number; head: AuditHeadSummary }
+  | Extract<AuditVerification, { ok: false }>;
 
 export interface AuditDeps {
   store: Pick<Store, 'audit'>;
@@ -40,10 +132,11 @@ export function auditDomain(deps: AuditDeps) {
       return store.audit.list({ ...q, projectId, limit, offset });
     },
 
-    /** Walks the whole hash chain (superadmin only: it reads every entry). */
-    async verify(actor: Actor | SystemActor) {
+    /** Recomputes the whole chain and checks its anchor (superadmin only: it reads every entry). */
+    async verify(actor: Actor | SystemActor): Promise<AuditVerifyResult> {
       requireOrgAdmin(actor);
-      return store.audit.verify();
+      const r = await store.audit.verify();
+      return r.ok ? { ok: true, entries: r.entries, head: headSummary(r.head) } : r;
     },
   };
 }

@@ -178,7 +178,10 @@ export interface AuditLog {
   ipAddress: string | null;
   createdAt: string;
 }
-export type AuditVerify = { ok: true; entries: number } | { ok: false; brokenAt: number; entries: number };
+export type AuditVerify =
+  | { ok: true; entries: number; head?: { entries: number; lastId: number; mac: string } }
+  // brokenAt is null when every entry verifies but the head anchor does not (newest entries removed, anchor edited).
+  | { ok: false; brokenAt: number | null; entries: number; reason?: string };
 
 export const ROLES = ['admin', 'member', 'viewer', 'no-access'] as const;
 

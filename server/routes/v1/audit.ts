@@ -1,5 +1,6 @@
 // The audit trail: GET /api/v1/organization/audit-logs (newest first, filtered, paged)
-// and GET /api/v1/organization/audit-logs/verify (walk the hash chain).
+// and GET /api/v1/organization/audit-logs/verify (recompute the keyed chain, check its
+// anchor; the answer adds head, or reason, to the earlier { ok, entries, brokenAt }).
 import { z } from 'zod';
 import type { AuditListRow } from '../../../storage/audit.js';
 import { isUuid } from '../../domain/access.js';

@@ -1,8 +1,9 @@
 // The audit trail over HTTP: machine logins are recorded (failed ones are not), the list
-// is newest first, filtered and paged, for admins only; verify names an edited or a
-// removed entry.
+// is newest first, filtered and paged, for admins only; verify (with the real audit key)
+// names an edited or a removed entry, the newest ones included, and an edited anchor.
 import t from 'tap';
 import { SYSTEM } from '../../../server/domain/access.js';
+import { auditIds, rechainWithSha256, restoreTrail, saveTrail } from '../../helpers/audit.js';
 import { request } from '../../helpers/http.js';
 import { BACKENDS, INVENTORY, login, seedHomelab, startTestService, testEnv } from '../../helpers/service.js';
 import { api, isError, machine, plainUser, superadmin } from './helpers.js';
@@ -155,29 +156,90 @@ for (const backend of BACKENDS) {
       isError(t, await api(svc, 'GET', `${LOGS}/verify`), 401, 'UnauthorizedError');
     });
 
-    t.test('verify: ok, then an edited row, then a removed row in the middle', async (t) => {
-      const verify = () => api(svc, 'GET', `${LOGS}/verify`, as);
-      const ok = await verify();
-      t.equal(ok.status, 200);
-      t.same(ok.body, { ok: true, entries: await count() });
+    const verify = async () => {
+      const r = await api(svc, 'GET', `${LOGS}/verify`, as);
+      if (r.status !== 200) throw new Error(`verify answered ${r.status}: ${JSON.stringify(r.body)}`);
+      return r.body;
+    };
+    const secretCount = async () => (await sql<{ n: number }[]>`select count(*)::int as n from secrets`)[0]!.n;
 
-      const ids = (await sql<{ id: number }[]>`select id from audit_log order by id`).map((r) => r.id);
+    t.test('verify: ok, with the head to record out of band', async (t) => {
+      const n = await count();
+      const [last] = await sql<{ id: number; hash: Buffer }[]>`select id, hash from audit_log order by id desc limit 1`;
+      t.same(await verify(), {
+        ok: true,
+        entries: n,
+        head: { entries: n, legacyEntries: 0, lastId: last!.id, mac: last!.hash.toString('hex').slice(0, 16) },
+      });
+      await saveTrail(sql, 'api');
+    });
+
+    t.test('verify names an edited entry, also one re-hashed with plain SHA-256', async (t) => {
+      const ids = await auditIds(sql);
       const middle = ids[Math.floor(ids.length / 2)]!;
-      const [orig] = await sql<{ eventType: string }[]>`select event_type from audit_log where id = ${middle}`;
       await sql`update audit_log set event_type = 'x' where id = ${middle}`;
-      t.same((await verify()).body, { ok: false, brokenAt: middle, entries: ids.length }, 'an edited row is named');
-      await sql`update audit_log set event_type = ${orig!.eventType} where id = ${middle}`;
-      t.same((await verify()).body, { ok: true, entries: ids.length }, 'and the chain holds again once restored');
+      t.same(await verify(), { ok: false, entries: ids.length, brokenAt: middle, reason: 'entry' }, 'an edited row is named');
+      await restoreTrail(sql, 'api');
+      t.match(await verify(), { ok: true, entries: ids.length }, 'and the chain holds again once restored');
 
       await sql`update audit_log set metadata = metadata || '{"role":"admin"}'::jsonb where id = ${ids[1]!}`;
-      t.equal((await verify()).body.brokenAt, ids[1], 'edited metadata is named too');
-      await sql`update audit_log set metadata = metadata - 'role' where id = ${ids[1]!}`;
-      t.equal((await verify()).body.ok, true);
+      t.equal((await verify()).brokenAt, ids[1], 'edited metadata is named too');
+      await restoreTrail(sql, 'api');
 
-      const victim = ids[ids.length - 5]!;
-      await sql`delete from audit_log where id = ${victim}`;
-      const after = await verify();
-      t.same(after.body, { ok: false, brokenAt: ids[ids.length - 4], entries: ids.length - 1 }, 'a removed row breaks the chain at the next entry');
+      await sql`update audit_log set secret_key = 'SOMETHING_ELSE' where id = ${ids[3]!}`;
+      await rechainWithSha256(sql, ids[3]!);
+      t.same(await verify(), { ok: false, entries: ids.length, brokenAt: ids[3], reason: 'entry' }, 'every later hash recomputed: still named');
+      await restoreTrail(sql, 'api');
+    });
+
+    t.test('verify names a deleted entry: in the middle, and the newest ones', async (t) => {
+      const ids = await auditIds(sql);
+      await sql`delete from audit_log where id = ${ids[ids.length - 5]!}`;
+      t.same(await verify(), { ok: false, brokenAt: ids[ids.length - 4], entries: ids.length - 1, reason: 'entry' }, 'in the middle: the next entry');
+      await restoreTrail(sql, 'api');
+      for (const k of [1, 3]) {
+        await sql`delete from audit_log where id in ${sql(ids.slice(-k))}`;
+        t.same(
+          await verify(),
+          {
+            ok: false,
+            entries: ids.length - k,
+            brokenAt: null,
+            reason: 'head-mismatch',
+            anchored: { entries: ids.length, lastId: ids.at(-1) },
+            found: { entries: ids.length - k, lastId: ids.at(-k - 1) },
+          },
+          `the newest ${k}: the anchor does not match`,
+        );
+        await restoreTrail(sql, 'api');
+      }
+      t.match(await verify(), { ok: true });
+    });
+
+    t.test('an edited anchor: verify says so, and writes fail closed', async (t) => {
+      const ids = await auditIds(sql);
+      await sql`update audit_chain_head set entries = entries - 1`;
+      t.same(await verify(), { ok: false, entries: ids.length, brokenAt: null, reason: 'anchor-invalid' });
+      const secrets = await secretCount();
+      const write = await api(svc, 'POST', '/api/v4/secrets/NOT_AUDITED', as, { projectId: P, environment: 'prod', secretPath: '/', secretValue: 'v' });
+      t.equal(write.status, 500, 'a change that cannot be audited does not happen');
+      t.equal(await secretCount(), secrets, 'nothing written');
+      t.same(await auditIds(sql), ids);
+      await restoreTrail(sql, 'api');
+      t.match(await verify(), { ok: true });
+    });
+
+    t.test('concurrent writes and logins append to one chain', async (t) => {
+      const before = await count();
+      const writes = await Promise.all([
+        ...Array.from({ length: 8 }, (_, i) =>
+          api(svc, 'POST', `/api/v4/secrets/CONCURRENT_${i}`, as, { projectId: P, environment: 'prod', secretPath: '/', secretValue: `v${i}` }),
+        ),
+        ...Array.from({ length: 4 }, () => login(svc.url, seeded).then(() => ({ status: 200 }))),
+      ]);
+      t.same(writes.map((w) => w.status), Array(12).fill(200), 'every write succeeded');
+      t.equal(await count(), before + 12);
+      t.match(await verify(), { ok: true, entries: before + 12, head: { entries: before + 12 } });
     });
   });
 }

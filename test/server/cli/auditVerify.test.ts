@@ -1,33 +1,75 @@
-// audit-verify: ok on a seeded database; a tampered entry is named by id (exit 1).
+// audit-verify with the service's key: ok on a seeded database, with the head printed
+// for out-of-band records; an edited entry (also re-hashed), the newest entries
+// removed, an edited anchor: exit 1, each named.
+import { randomBytes } from 'node:crypto';
 import t from 'tap';
+import { AuditTrailError } from '../../../server/domain/audit.js';
+import { auditIds, rechainWithSha256, restoreTrail, saveTrail } from '../../helpers/audit.js';
 import { seedHomelab } from '../../helpers/service.js';
-import { cliEnv, openServices, runCli, type Backend } from './helpers.js';
+import { cliEnv, openServices, printedHead, runCli, withDatabase, type Backend } from './helpers.js';
 
 for (const backend of ['postgres', 'embedded'] as Backend[]) {
-  t.test(`ok on a seeded database, then the first tampered entry by id (${backend})`, async (t) => {
+  t.test(`ok with the head; then each kind of tampering is named (${backend})`, async (t) => {
     const env = await cliEnv(t, backend);
-    let services = await openServices(t, env);
+    const services = await openServices(t, env);
     await seedHomelab(services);
-    const [count] = await services.db.sql<{ n: number }[]>`select count(*)::int as n from audit_log`;
-    const n = count!.n;
+    await services.close();
+    const { ids, last } = await withDatabase(env, async (sql) => {
+      await saveTrail(sql, 'seeded');
+      const all = await auditIds(sql);
+      const [row] = await sql<{ hash: Buffer }[]>`select hash from audit_log where id = ${all.at(-1)!}`;
+      return { ids: all, last: { id: all.at(-1)!, mac: row!.hash.toString('hex').slice(0, 16) } };
+    });
+    const n = ids.length;
     t.ok(n > 14, 'the seed wrote audit entries');
-    await services.close();
 
-    // No key needed: audit-verify reads the database only.
-    const { ENCRYPTION_KEY: _k, AUTH_SECRET: _a, ...noKeys } = env;
-    const ok = await runCli(['audit-verify'], noKeys);
+    const ok = await runCli(['audit-verify'], env);
     t.equal(ok.code, 0, ok.stderr);
-    t.equal(ok.stdout.trim(), `audit chain ok: ${n} entries`);
+    t.match(ok.stdout, new RegExp(`^audit chain ok: ${n} entries$`, 'm'));
+    t.same(printedHead(ok.stdout), { entries: n, lastId: last.id, mac: last.mac }, 'the head: count, last id, MAC prefix');
+    t.match(ok.stdout, `audit-verify --recorded-head ${last.id}:${last.mac}`);
+    t.notMatch(ok.stdout, /written before the chain was keyed/, 'no legacy entries on a new database');
+    t.notOk((ok.stdout + ok.stderr).includes(env.ENCRYPTION_KEY!), 'no key printed');
 
-    services = await openServices(t, env);
-    const [tampered] = await services.db.sql<{ id: number }[]>`update audit_log set event_type = 'x'
-      where id = (select min(id) from audit_log) returning id`;
-    const id = tampered!.id;
-    await services.close();
+    await withDatabase(env, (sql) => sql`update audit_log set event_type = 'x' where id = ${ids[0]!}`);
+    const edited = await runCli(['audit-verify'], env);
+    t.equal(edited.code, 1);
+    t.match(edited.stdout, new RegExp(`audit chain BROKEN at entry id ${ids[0]} \\(${n} entries walked\\)`));
 
-    const broken = await runCli(['audit-verify'], noKeys);
-    t.equal(broken.code, 1);
-    t.match(broken.stdout, new RegExp(`audit chain BROKEN at entry id ${id} \\(${n} entries walked\\)`));
+    await withDatabase(env, async (sql) => {
+      await restoreTrail(sql, 'seeded');
+      await sql`update audit_log set secret_key = 'OTHER' where id = ${ids[3]!}`;
+      await rechainWithSha256(sql, ids[3]!);
+    });
+    const rehashed = await runCli(['audit-verify'], env);
+    t.equal(rehashed.code, 1, 'an edit with every later hash recomputed by plain SHA-256');
+    t.match(rehashed.stdout, `audit chain BROKEN at entry id ${ids[3]} `);
+
+    await withDatabase(env, async (sql) => {
+      await restoreTrail(sql, 'seeded');
+      await sql`delete from audit_log where id in ${sql(ids.slice(-2))}`;
+    });
+    const truncated = await runCli(['audit-verify'], env);
+    t.equal(truncated.code, 1, 'the newest two entries deleted');
+    t.match(
+      truncated.stdout,
+      `audit chain BROKEN at its end: the anchor records ${n} entries ending at id ${last.id}, ` +
+        `the table holds ${n - 2} entries ending at id ${ids.at(-3)}`,
+    );
+
+    await withDatabase(env, async (sql) => {
+      await restoreTrail(sql, 'seeded');
+      await sql`update audit_chain_head set mac = ${randomBytes(32)}`;
+    });
+    const anchor = await runCli(['audit-verify'], env);
+    t.equal(anchor.code, 1, 'the anchor edited');
+    t.match(anchor.stdout, /audit chain BROKEN: the head anchor \(audit_chain_head\) was edited/);
+    const refused = await openServices(t, env).then(
+      (s) => s.close().then(() => null),
+      (e: unknown) => e,
+    );
+    t.ok(refused instanceof AuditTrailError, 'and the service refuses to start on it');
+    t.match((refused as Error).message, /head anchor \(table audit_chain_head\) does not verify/);
   });
 }
 

@@ -9,6 +9,7 @@ import { parseConfig } from '../../../server/config.js';
 import { dataKeyAad } from '../../../server/domain/keyring.js';
 import { secretAad } from '../../../server/domain/secrets.js';
 import { createServices, type Services } from '../../../server/services.js';
+import { connectDatabase, type Sql } from '../../../storage/db.js';
 import { freshDatabase } from '../../helpers/db.js';
 import { quietLog, testKeys } from '../../helpers/service.js';
 
@@ -134,4 +135,21 @@ export async function readAll(services: Services): Promise<Map<string, StoredSec
     }
   }
   return out;
+}
+
+/** The database alone, as someone with write access to it has it (no service, no key). */
+export async function withDatabase<T>(env: Record<string, string>, fn: (sql: Sql) => Promise<T>): Promise<T> {
+  const db = await connectDatabase({ databaseUrl: env.DATABASE_URL, dataDir: env.DATA_DIR!, waitMs: 10_000 });
+  try {
+    return await fn(db.sql);
+  } finally {
+    await db.close();
+  }
+}
+
+/** The head line audit-verify prints. */
+export function printedHead(stdout: string) {
+  const m = /^head: (\d+) entr(?:y|ies), last id (\d+), mac ([0-9a-f]{16})$/m.exec(stdout);
+  if (!m) throw new Error(`no head in: ${stdout}`);
+  return { entries: Number(m[1]), lastId: Number(m[2]), mac: m[3]! };
 }

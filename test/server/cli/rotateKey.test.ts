@@ -18,7 +18,7 @@ for (const backend of ['postgres', 'embedded'] as Backend[]) {
     const r = await rotate(f, next);
     t.equal(r.code, 0, 'exit 0', { stderr: r.stderr });
     t.match(r.stdout, /root key rotated: version 1 -> 2/);
-    t.match(r.stdout, /data keys re-wrapped: 4 \(1 system, 3 project\)/);
+    t.match(r.stdout, /data keys re-wrapped: 5 \(1 system, 1 audit, 3 project\)/);
     t.match(r.stdout, /secrets verified with the new key alone: 15 \(in 3 projects\)/);
     t.match(r.stdout, /Set ENCRYPTION_KEY to the new key everywhere/);
     t.notOk((r.stdout + r.stderr).includes(next) || (r.stdout + r.stderr).includes(f.env.ENCRYPTION_KEY!), 'no key printed');
@@ -31,9 +31,12 @@ for (const backend of ['postgres', 'embedded'] as Backend[]) {
     t.equal(services.crypto.rootKeyVersion, 2);
     await services.projects.create(SYSTEM, { name: 'after-rotation' });
     t.same(await services.store.keys.rootKeyVersions(), [2]);
+    const rotations = await services.db.sql`select metadata from audit_log where event_type = 'rotate-root-key'`;
+    t.match(rotations, [{ metadata: { fromVersion: 1, toVersion: 2, keysRewrapped: 5 } }], 'the rotation is in the chain (MACed under the new root key)');
     await services.close();
-    const audit = await runCli(['audit-verify'], f.env);
+    const audit = await runCli(['audit-verify'], { ...f.env, ENCRYPTION_KEY: next });
     t.equal(audit.code, 0, audit.stdout + audit.stderr);
+    t.match(audit.stdout, /^audit chain ok: \d+ entries$/m);
   });
 }
 

@@ -386,7 +386,10 @@ function AuditScreen(props: { project: Project }) {
               </Match>
               <Match when={verify()?.ok === false}>
                 <Badge tone="bad">
-                  <Icon name="alert" /> Chain broken at entry {(verify() as { brokenAt: number }).brokenAt}
+                  <Icon name="alert" />{' '}
+                  {(verify() as { brokenAt: number | null }).brokenAt === null
+                    ? 'Chain broken at its head: newest entries removed or the anchor edited'
+                    : `Chain broken at entry ${(verify() as { brokenAt: number }).brokenAt}`}
                 </Badge>
               </Match>
             </Switch>
