@@ -81,6 +81,60 @@ t.test('unknown route: 404 in the contract shape', async (t) => {
   t.equal(f.calls.ok, undefined, 'no route ran');
 });
 
+/** A raw reply split into its header block and what follows it, status and headers parsed. */
+function splitReply(data: string): { status: number; headers: Record<string, string>; rest: string } {
+  const end = data.indexOf('\r\n\r\n');
+  const [statusLine, ...lines] = data.slice(0, end).split('\r\n');
+  const headers: Record<string, string> = {};
+  for (const l of lines) {
+    const i = l.indexOf(':');
+    headers[l.slice(0, i).toLowerCase()] = l.slice(i + 1).trim();
+  }
+  return { status: Number(statusLine!.split(' ')[1]), headers, rest: data.slice(end + 4) };
+}
+
+t.test('HEAD: the GET reply without its body, and the connection stays usable', async (t) => {
+  const f = await startFixture(t);
+  const cases: [path: string, status: number, name: string][] = [
+    ['/ok', 200, 'a GET route'],
+    ['/params/x/y', 200, 'a GET route with params'],
+    ['/app-error', 403, 'a GET route that throws'],
+    ['/nope', 404, 'no route'],
+  ];
+  for (const [path, status, name] of cases) {
+    const get = await fetch(`${f.url}${path}`);
+    const getBody = Buffer.from(await get.arrayBuffer());
+    // HEAD, then a GET pipelined on the same connection: had HEAD sent a body, the
+    // second reply would not start right after the first one's headers.
+    const raw = await rawExchange(
+      f.port,
+      `HEAD ${path} HTTP/1.1\r\nHost: x\r\n\r\nGET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+    );
+    t.equal(countResponses(raw.data), 2, `${name}: two replies on one connection`);
+    const head = splitReply(raw.data);
+    t.equal(head.status, status, `${name}: the GET's status`);
+    t.equal(head.headers['content-type'], JSON_TYPE, `${name}: JSON content type`);
+    t.equal(head.headers['content-length'], String(getBody.length), `${name}: the GET body's length`);
+    t.equal(head.headers['x-content-type-options'], 'nosniff', `${name}: security headers`);
+    t.match(head.headers['x-request-id'], REQ_ID);
+    t.ok(head.rest.startsWith('HTTP/1.1 200 OK\r\n'), `${name}: no body before the next reply`);
+    const next = splitReply(head.rest);
+    t.equal(next.rest, '{"ok":true}', `${name}: the next request is served whole`);
+  }
+  t.equal(f.calls.ok, 2 + 4, 'HEAD ran the GET handler');
+});
+
+t.test('HEAD refused for its framing: the error\'s headers, no body, connection closed', async (t) => {
+  const f = await startFixture(t);
+  const raw = await rawExchange(f.port, 'HEAD /ok HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n');
+  t.ok(raw.closedByServer);
+  const head = splitReply(raw.data);
+  t.equal(head.status, 411);
+  t.equal(head.headers['content-type'], JSON_TYPE);
+  t.equal(head.rest, '', 'no body');
+  t.equal(f.calls.ok, undefined);
+});
+
 t.test('thrown AppError: its status, name, message and headers', async (t) => {
   const f = await startFixture(t);
   const res = await fetch(`${f.url}/app-error`);
