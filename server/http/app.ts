@@ -400,6 +400,7 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
       );
     }
     if (ex.done) return;
+    mapped.body.message = printableMessage(mapped.body.message);
     let text: string;
     try {
       text = JSON.stringify(mapped.body);
@@ -659,6 +660,27 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
       if (force) (app as unknown as { close(): void }).close();
     },
   };
+}
+
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+const CONTROL_ALL = /[\u0000-\u001f\u007f-\u009f]/g;
+/** Longest error message sent; messages quote client input, which routes bound anyway. */
+export const MAX_MESSAGE_CHARS = 1024;
+
+/**
+ * The last line of defence for messages that quote what a client sent: control
+ * characters are shown escaped (a terminal or log viewer reading them gets text, not
+ * commands), and an over-long message is cut.
+ */
+export function printableMessage(message: string): string {
+  let out = CONTROL.test(message) ? message.replace(CONTROL_ALL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) : message;
+  if (out.length > MAX_MESSAGE_CHARS) {
+    let end = MAX_MESSAGE_CHARS - 1;
+    // Never split a surrogate pair.
+    if (/[\ud800-\udbff]/.test(out[end - 1]!)) end--;
+    out = `${out.slice(0, end)}…`;
+  }
+  return out;
 }
 
 function notFound(req: HttpRequest): never {

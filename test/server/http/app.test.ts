@@ -2,6 +2,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import t from 'tap';
 import { countResponses, rawExchange } from '../../helpers/rawSocket.js';
+import { MAX_MESSAGE_CHARS, printableMessage } from '../../../server/http/app.js';
 import { expectError, JSON_TYPE, REQ_ID, startFixture } from './fixture.js';
 
 const SECURITY = {
@@ -133,6 +134,26 @@ t.test('HEAD refused for its framing: the error\'s headers, no body, connection 
   t.equal(head.headers['content-type'], JSON_TYPE);
   t.equal(head.rest, '', 'no body');
   t.equal(f.calls.ok, undefined);
+});
+
+t.test('error messages never carry control characters, and are bounded', async (t) => {
+  const f = await startFixture(t);
+  const res = await fetch(`${f.url}/missing/a%00b%1B%5B2Jc%7Fd%C2%9Be`);
+  const body = await expectError(t, res, 404, 'NotFound');
+  t.equal(body.message, "Thing 'a\\u0000b\\u001b[2Jc\\u007fd\\u009be' not found", 'shown escaped, as text');
+  t.notMatch(body.message as string, /[\u0000-\u001f\u007f-\u009f]/);
+
+  const long = await fetch(`${f.url}/missing/${'a'.repeat(3000)}`);
+  const longBody = await expectError(t, long, 404, 'NotFound');
+  t.equal((longBody.message as string).length, MAX_MESSAGE_CHARS);
+  t.ok((longBody.message as string).endsWith('…'), 'cut, and says so');
+});
+
+t.test('printableMessage keeps surrogate pairs whole when it cuts', async (t) => {
+  const cut = printableMessage(`${'a'.repeat(MAX_MESSAGE_CHARS - 2)}😀😀`);
+  t.ok(cut.length <= MAX_MESSAGE_CHARS);
+  t.equal(cut, `${'a'.repeat(MAX_MESSAGE_CHARS - 2)}…`);
+  t.equal(printableMessage('plain message'), 'plain message');
 });
 
 t.test('thrown AppError: its status, name, message and headers', async (t) => {
