@@ -139,20 +139,48 @@ export function secretsDomain(deps: SecretsDeps) {
     return folder;
   }
 
+  /** The blobs to open for `rows`, and beside each the row it belongs to. */
   function cipherItems(project: ProjectRecord, env: EnvironmentRow, rows: readonly SecretCipherRow[], withValues = true) {
     const items: { blob: Buffer; aad: string }[] = [];
+    const owners: SecretCipherRow[] = [];
     for (const r of rows) {
       const at = { projectId: project.id, environmentId: env.id, folderId: r.folderId, secretId: r.id, key: r.key, version: r.version };
-      if (withValues) items.push({ blob: r.valueBlob, aad: secretAad('value', at) });
-      if (r.commentBlob) items.push({ blob: r.commentBlob, aad: secretAad('comment', at) });
+      if (withValues) {
+        items.push({ blob: r.valueBlob, aad: secretAad('value', at) });
+        owners.push(r);
+      }
+      if (r.commentBlob) {
+        items.push({ blob: r.commentBlob, aad: secretAad('comment', at) });
+        owners.push(r);
+      }
     }
-    return items;
+    return { items, owners };
+  }
+
+  /**
+   * One crypto task. A blob that does not open (altered in storage, or copied from another
+   * row) is not bad input: it is a 500 that names the row, never a value or a guess.
+   */
+  async function openOwned(project: ProjectRecord, items: { blob: Buffer; aad: string }[], owners: readonly { id: string }[]): Promise<string[]> {
+    if (items.length === 0) return [];
+    try {
+      return await crypto.openMany(project.wrappedDataKey, keyAadOf(project), items);
+    } catch (err) {
+      const { code, index } = err as { code?: unknown; index?: unknown };
+      if (code !== 'OPEN_FAILED') throw err;
+      const owner = typeof index === 'number' ? owners[index] : undefined;
+      throw new AppError(
+        'INTERNAL',
+        `Stored secret ${owner ? `${owner.id} ` : ''}could not be decrypted: its stored data was altered or belongs to another secret`,
+        { errorName: 'DecryptionFailed' },
+      );
+    }
   }
 
   /** Opens comments, and values unless `withValues` is false, of `rows` in one task. */
   async function open(project: ProjectRecord, env: EnvironmentRow, rows: readonly SecretCipherRow[], withValues = true) {
-    const items = cipherItems(project, env, rows, withValues);
-    const plain = items.length ? await crypto.openMany(project.wrappedDataKey, keyAadOf(project), items) : [];
+    const { items, owners } = cipherItems(project, env, rows, withValues);
+    const plain = await openOwned(project, items, owners);
     const values: string[] = [];
     const comments: string[] = [];
     let i = 0;
@@ -166,7 +194,8 @@ export function secretsDomain(deps: SecretsDeps) {
   function openSnapshot(project: ProjectRecord, env: EnvironmentRow, snap: FolderSnapshot): Promise<string[]> {
     let p = opening.get(snap);
     if (!p) {
-      p = crypto.openMany(project.wrappedDataKey, keyAadOf(project), cipherItems(project, env, snap.rows));
+      const { items, owners } = cipherItems(project, env, snap.rows);
+      p = openOwned(project, items, owners);
       opening.set(snap, p);
       const forget = () => opening.delete(snap);
       p.then(forget, forget);
@@ -196,7 +225,7 @@ export function secretsDomain(deps: SecretsDeps) {
       blob: row.valueBlob,
       aad: secretAad('value', { projectId: project.id, environmentId: env.id, folderId: row.folderId, secretId: row.id, key: row.key, version: row.version }),
     }));
-    const values = await crypto.openMany(project.wrappedDataKey, keyAadOf(project), items);
+    const values = await openOwned(project, items, found.map((f) => f.row));
     found.forEach((f, i) => out.set(targetId(f.target), values[i]!));
     return out;
   }
