@@ -1,6 +1,7 @@
 // Reading and writing secrets. Reads are the operator's hot path: ids and ciphertext
 // come from caches, and every value a response holds is opened in ONE crypto task
-// (plus one per round of references to other folders).
+// (plus, when references are expanded, one per round of references the opened values
+// name and the response does not already hold).
 import { randomUUID } from 'node:crypto';
 import type { Crypto } from '../../crypto/index.js';
 import type { CacheBus } from '../../storage/cache.js';
@@ -203,7 +204,10 @@ export function secretsDomain(deps: SecretsDeps) {
     return p;
   }
 
-  /** Raw values of references to other places in the project, opened in one task. */
+  /**
+   * Raw values of the referenced secrets (any folder or environment of the project),
+   * opened in one task; only the values, and only of the targets asked for.
+   */
   async function resolveTargets(project: ProjectRecord, targets: ReferenceTarget[]): Promise<Map<string, string>> {
     const found: { target: ReferenceTarget; row: SecretCipherRow; env: EnvironmentRow }[] = [];
     for (const t of targets) {
@@ -230,10 +234,15 @@ export function secretsDomain(deps: SecretsDeps) {
     return out;
   }
 
-  async function expand(project: ProjectRecord, env: EnvironmentRow, views: SecretView[], siblings: SecretView[]) {
+  /**
+   * Expands references in `views` in place. `opened`: raw values this request already
+   * holds (they are not opened again); everything else referenced is opened by
+   * resolveTargets, one task per round.
+   */
+  async function expand(project: ProjectRecord, env: EnvironmentRow, views: SecretView[], opened: SecretView[]) {
     if (!views.some((v) => v.value.includes('${'))) return;
     const known = new Map<string, string>();
-    for (const s of siblings) known.set(targetId({ environment: env.slug, path: s.path, key: s.key }), s.value);
+    for (const s of opened) known.set(targetId({ environment: env.slug, path: s.path, key: s.key }), s.value);
     const expanded = await expandReferences(
       views.map((v) => ({ value: v.value, environment: env.slug, path: v.path })),
       known,
@@ -294,7 +303,8 @@ export function secretsDomain(deps: SecretsDeps) {
       if (q.type === 'personal') throw notFound();
       let row = snap.rows.find((r) => r.key === q.secretName);
       if (!row) throw notFound();
-      if (q.version !== undefined && q.version !== row.version) {
+      const isCurrent = q.version === undefined || q.version === row.version;
+      if (q.version !== undefined && !isCurrent) {
         const old = await store.secrets.version(row.id, q.version);
         if (!old) throw new AppError('NOT_FOUND', `Secret '${q.secretName}' has no version ${q.version}`);
         row = { ...row, version: old.version, valueBlob: old.valueBlob, commentBlob: old.commentBlob, key: old.key, updatedAt: old.createdAt };
@@ -302,11 +312,11 @@ export function secretsDomain(deps: SecretsDeps) {
       const reveal = q.viewSecretValue !== false;
       const { values, comments } = await open(project, env, [row], reveal);
       const v = view(project, env, row, path, reveal ? values[0]! : null, comments[0]!);
-      if (reveal && q.expandSecretReferences && v.value.includes('${')) {
-        // Siblings are opened only when the value refers to something.
-        const siblings = snap.rows.filter((r) => r.id !== row.id);
-        const opened = siblings.length ? (await open(project, env, siblings)).values : [];
-        await expand(project, env, [v], siblings.map((r, i) => view(project, env, r, path, opened[i]!, '')));
+      if (reveal && q.expandSecretReferences) {
+        // Only what the value names is opened (one task per round of references), never
+        // the rest of the folder. The row itself is known already, unless an older
+        // version was asked for (a reference to its key means the current one).
+        await expand(project, env, [v], isCurrent ? [v] : []);
       }
       return v;
     },
