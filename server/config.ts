@@ -8,6 +8,10 @@ import { z } from 'zod';
 export const ENCRYPTION_KEY_MESSAGE = 'ENCRYPTION_KEY must be 32 hex characters';
 export const AUTH_SECRET_MESSAGE = 'invalid AUTH_SECRET';
 
+/** From most to least verbose; `silent` drops every log line (start-up failures still print). */
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
 /** base64 (standard or url-safe, padding optional) of at least 32 bytes. */
 export function isValidAuthSecret(value: string): boolean {
   const s = value.trim();
@@ -15,29 +19,39 @@ export function isValidAuthSecret(value: string): boolean {
   return Buffer.from(s, 'base64').length >= 32;
 }
 
-const optionalUrl = z
-  .string()
-  .trim()
-  .transform((v) => (v === '' ? undefined : v))
-  .optional();
+/** Empty (as templates render an unset value) means unset, for every setting but the keys. */
+const blankIsUnset = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : v);
+
+const optionalUrl = z.preprocess(blankIsUnset, z.string().trim().optional());
+
+/** Decimal digits only: z.coerce would read '' as 0 and also take 0x1F90 or 8e3. */
+const integer = (min: number, max = Number.MAX_SAFE_INTEGER) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d{1,15}$/, 'must be a whole number')
+    .transform(Number)
+    .pipe(z.number().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+
+const setting = <T extends z.ZodType>(schema: T) => z.preprocess(blankIsUnset, schema);
 
 const schema = z.object({
   NODE_ENV: z.string().default('development'),
   ENCRYPTION_KEY: z.string({ error: ENCRYPTION_KEY_MESSAGE }).regex(/^[0-9a-fA-F]{32}$/, ENCRYPTION_KEY_MESSAGE),
   AUTH_SECRET: z.string({ error: AUTH_SECRET_MESSAGE }).refine(isValidAuthSecret, AUTH_SECRET_MESSAGE),
-  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
-  HOST: z.string().default('0.0.0.0'),
+  PORT: setting(integer(0, 65535).default(8080)),
+  HOST: setting(z.string().default('0.0.0.0')),
   DATABASE_URL: optionalUrl,
   REDIS_URL: optionalUrl,
-  DATA_DIR: z.string().default('./data'),
-  DB_WAIT_SECONDS: z.coerce.number().int().min(0).default(180),
-  CRYPTO_THREADS: z.coerce.number().int().min(1).max(64).optional(),
-  MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
-  LOGIN_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(3),
-  LOGIN_LOCKOUT_SECONDS: z.coerce.number().int().min(1).default(300),
-  SESSION_TTL_SECONDS: z.coerce.number().int().min(60).default(43200),
-  COOKIE_SECURE: z.enum(['auto', 'always', 'never']).default('auto'),
-  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+  DATA_DIR: setting(z.string().default('./data')),
+  DB_WAIT_SECONDS: setting(integer(0).default(180)),
+  CRYPTO_THREADS: setting(integer(1, 64).optional()),
+  MAX_BODY_BYTES: setting(integer(1024).default(1024 * 1024)),
+  LOGIN_MAX_ATTEMPTS: setting(integer(1).default(3)),
+  LOGIN_LOCKOUT_SECONDS: setting(integer(1).default(300)),
+  SESSION_TTL_SECONDS: setting(integer(60).default(43200)),
+  COOKIE_SECURE: setting(z.enum(['auto', 'always', 'never']).default('auto')),
+  LOG_LEVEL: setting(z.enum(LOG_LEVELS).default('info')),
 });
 
 export interface Config {
@@ -58,7 +72,7 @@ export interface Config {
   sessionTtlSeconds: number;
   /** auto: Secure when X-Forwarded-Proto says the client used TLS. */
   cookieSecure: 'auto' | 'always' | 'never';
-  logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+  logLevel: LogLevel;
 }
 
 export class ConfigError extends Error {}

@@ -1,14 +1,20 @@
 // Entry point: configuration, then the service. Every start-up failure ends the
 // process with a message a person can act on and a non-zero exit code.
-import { ConfigError, parseConfig, withDevelopmentKeys } from './config.js';
+import { ConfigError, LOG_LEVELS, parseConfig, withDevelopmentKeys, type LogLevel } from './config.js';
 import { startService } from './app.js';
 import type { Logger } from './services.js';
 
-const log: Logger = {
-  info: (m) => console.log(`[vault] ${m}`),
-  warn: (m) => console.warn(`[vault] WARN ${m}`),
-  error: (m) => console.error(`[vault] ERROR ${m}`),
-};
+/** Lines below `level` are dropped (the service logs nothing finer than info today). */
+function logger(level: LogLevel): Logger {
+  const min = LOG_LEVELS.indexOf(level);
+  const on = (l: LogLevel) => LOG_LEVELS.indexOf(l) >= min;
+  const drop = () => {};
+  return {
+    info: on('info') ? (m) => console.log(`[vault] ${m}`) : drop,
+    warn: on('warn') ? (m) => console.warn(`[vault] WARN ${m}`) : drop,
+    error: on('error') ? (m) => console.error(`[vault] ERROR ${m}`) : drop,
+  };
+}
 
 function fail(message: string): never {
   console.error(message);
@@ -32,6 +38,7 @@ async function main() {
   // The keys now live in `config` only; child processes and workers must not inherit them.
   delete process.env.ENCRYPTION_KEY;
   delete process.env.AUTH_SECRET;
+  const log = logger(config.logLevel);
 
   if (prepared.generated) {
     const bar = '!'.repeat(78);

@@ -1,6 +1,7 @@
 // Reading and writing secrets. Reads are the operator's hot path: ids and ciphertext
 // come from caches, and every value a response holds is opened in ONE crypto task
-// (plus one per round of references to other folders).
+// (plus, when references are expanded, one per round of references the opened values
+// name and the response does not already hold).
 import { randomUUID } from 'node:crypto';
 import type { Crypto } from '../../crypto/index.js';
 import type { CacheBus } from '../../storage/cache.js';
@@ -140,20 +141,48 @@ export function secretsDomain(deps: SecretsDeps) {
     return folder;
   }
 
+  /** The blobs to open for `rows`, and beside each the row it belongs to. */
   function cipherItems(project: ProjectRecord, env: EnvironmentRow, rows: readonly SecretCipherRow[], withValues = true) {
     const items: { blob: Buffer; aad: string }[] = [];
+    const owners: SecretCipherRow[] = [];
     for (const r of rows) {
       const at = { projectId: project.id, environmentId: env.id, folderId: r.folderId, secretId: r.id, key: r.key, version: r.version };
-      if (withValues) items.push({ blob: r.valueBlob, aad: secretAad('value', at) });
-      if (r.commentBlob) items.push({ blob: r.commentBlob, aad: secretAad('comment', at) });
+      if (withValues) {
+        items.push({ blob: r.valueBlob, aad: secretAad('value', at) });
+        owners.push(r);
+      }
+      if (r.commentBlob) {
+        items.push({ blob: r.commentBlob, aad: secretAad('comment', at) });
+        owners.push(r);
+      }
     }
-    return items;
+    return { items, owners };
+  }
+
+  /**
+   * One crypto task. A blob that does not open (altered in storage, or copied from another
+   * row) is not bad input: it is a 500 that names the row, never a value or a guess.
+   */
+  async function openOwned(project: ProjectRecord, items: { blob: Buffer; aad: string }[], owners: readonly { id: string }[]): Promise<string[]> {
+    if (items.length === 0) return [];
+    try {
+      return await crypto.openMany(project.wrappedDataKey, keyAadOf(project), items);
+    } catch (err) {
+      const { code, index } = err as { code?: unknown; index?: unknown };
+      if (code !== 'OPEN_FAILED') throw err;
+      const owner = typeof index === 'number' ? owners[index] : undefined;
+      throw new AppError(
+        'INTERNAL',
+        `Stored secret ${owner ? `${owner.id} ` : ''}could not be decrypted: its stored data was altered or belongs to another secret`,
+        { errorName: 'DecryptionFailed' },
+      );
+    }
   }
 
   /** Opens comments, and values unless `withValues` is false, of `rows` in one task. */
   async function open(project: ProjectRecord, env: EnvironmentRow, rows: readonly SecretCipherRow[], withValues = true) {
-    const items = cipherItems(project, env, rows, withValues);
-    const plain = items.length ? await crypto.openMany(project.wrappedDataKey, keyAadOf(project), items) : [];
+    const { items, owners } = cipherItems(project, env, rows, withValues);
+    const plain = await openOwned(project, items, owners);
     const values: string[] = [];
     const comments: string[] = [];
     let i = 0;
@@ -167,7 +196,8 @@ export function secretsDomain(deps: SecretsDeps) {
   function openSnapshot(project: ProjectRecord, env: EnvironmentRow, snap: FolderSnapshot): Promise<string[]> {
     let p = opening.get(snap);
     if (!p) {
-      p = crypto.openMany(project.wrappedDataKey, keyAadOf(project), cipherItems(project, env, snap.rows));
+      const { items, owners } = cipherItems(project, env, snap.rows);
+      p = openOwned(project, items, owners);
       opening.set(snap, p);
       const forget = () => opening.delete(snap);
       p.then(forget, forget);
@@ -175,7 +205,10 @@ export function secretsDomain(deps: SecretsDeps) {
     return p;
   }
 
-  /** Raw values of references to other places in the project, opened in one task. */
+  /**
+   * Raw values of the referenced secrets (any folder or environment of the project),
+   * opened in one task; only the values, and only of the targets asked for.
+   */
   async function resolveTargets(project: ProjectRecord, targets: ReferenceTarget[]): Promise<Map<string, string>> {
     const found: { target: ReferenceTarget; row: SecretCipherRow; env: EnvironmentRow }[] = [];
     for (const t of targets) {
@@ -197,15 +230,20 @@ export function secretsDomain(deps: SecretsDeps) {
       blob: row.valueBlob,
       aad: secretAad('value', { projectId: project.id, environmentId: env.id, folderId: row.folderId, secretId: row.id, key: row.key, version: row.version }),
     }));
-    const values = await crypto.openMany(project.wrappedDataKey, keyAadOf(project), items);
+    const values = await openOwned(project, items, found.map((f) => f.row));
     found.forEach((f, i) => out.set(targetId(f.target), values[i]!));
     return out;
   }
 
-  async function expand(project: ProjectRecord, env: EnvironmentRow, views: SecretView[], siblings: SecretView[]) {
+  /**
+   * Expands references in `views` in place. `opened`: raw values this request already
+   * holds (they are not opened again); everything else referenced is opened by
+   * resolveTargets, one task per round.
+   */
+  async function expand(project: ProjectRecord, env: EnvironmentRow, views: SecretView[], opened: SecretView[]) {
     if (!views.some((v) => v.value.includes('${'))) return;
     const known = new Map<string, string>();
-    for (const s of siblings) known.set(targetId({ environment: env.slug, path: s.path, key: s.key }), s.value);
+    for (const s of opened) known.set(targetId({ environment: env.slug, path: s.path, key: s.key }), s.value);
     const expanded = await expandReferences(
       views.map((v) => ({ value: v.value, environment: env.slug, path: v.path })),
       known,
@@ -266,7 +304,8 @@ export function secretsDomain(deps: SecretsDeps) {
       if (q.type === 'personal') throw notFound();
       let row = snap.rows.find((r) => r.key === q.secretName);
       if (!row) throw notFound();
-      if (q.version !== undefined && q.version !== row.version) {
+      const isCurrent = q.version === undefined || q.version === row.version;
+      if (q.version !== undefined && !isCurrent) {
         const old = await store.secrets.version(row.id, q.version);
         if (!old) throw new AppError('NOT_FOUND', `Secret '${q.secretName}' has no version ${q.version}`);
         row = { ...row, version: old.version, valueBlob: old.valueBlob, commentBlob: old.commentBlob, key: old.key, updatedAt: old.createdAt };
@@ -274,11 +313,11 @@ export function secretsDomain(deps: SecretsDeps) {
       const reveal = q.viewSecretValue !== false;
       const { values, comments } = await open(project, env, [row], reveal);
       const v = view(project, env, row, path, reveal ? values[0]! : null, comments[0]!);
-      if (reveal && q.expandSecretReferences && v.value.includes('${')) {
-        // Siblings are opened only when the value refers to something.
-        const siblings = snap.rows.filter((r) => r.id !== row.id);
-        const opened = siblings.length ? (await open(project, env, siblings)).values : [];
-        await expand(project, env, [v], siblings.map((r, i) => view(project, env, r, path, opened[i]!, '')));
+      if (reveal && q.expandSecretReferences) {
+        // Only what the value names is opened (one task per round of references), never
+        // the rest of the folder. The row itself is known already, unless an older
+        // version was asked for (a reference to its key means the current one).
+        await expand(project, env, [v], isCurrent ? [v] : []);
       }
       return v;
     },

@@ -114,6 +114,8 @@ class Exchange {
   done = false;
   /** Declared Content-Length still to be read (0: no body). */
   bodyLength = 0;
+  /** A HEAD request: answered as GET, with the headers (Content-Length included) and no body. */
+  head = false;
   readonly onAborted: () => void;
 
   constructor(res: UwsResponse, req: PlainRequest) {
@@ -230,6 +232,7 @@ let wReqId = '';
 let wSecurity: readonly (readonly [string, string])[] = [];
 let wExtra: readonly (readonly [string, string])[] | undefined;
 let wBody: string | Buffer | undefined;
+let wHead = false;
 let wClose = false;
 
 function corkedWrite(): void {
@@ -253,7 +256,24 @@ function corkedWrite(): void {
   }
   // endWithoutBody() only without arguments: (undefined, false) leaves the response open.
   if (wBody === undefined) res.endWithoutBody();
+  else if (wHead) endHead(res, wBody, wClose);
   else res.end(wBody, wClose);
+}
+
+/**
+ * HEAD: the headers of the reply, Content-Length included, and no body (RFC 9110 9.3.2).
+ * endWithoutBody(length) of this uWS version waits for `length` bytes that never come,
+ * so the length is written as a header and the response ended without one of uWS's.
+ */
+function endHead(res: UwsResponse, body: string | Buffer, close: boolean): void {
+  // A refused request that also closes the connection (411, 413): nothing follows on
+  // it, so the length is moot and end('') both ends and closes.
+  if (close) {
+    res.end('', true);
+    return;
+  }
+  res.writeHeader('Content-Length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.length));
+  res.endWithoutBody();
 }
 
 /**
@@ -354,6 +374,7 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
     wSecurity = security;
     wExtra = extra;
     wBody = body;
+    wHead = ex.head;
     wClose = close;
     try {
       ex.res.cork(corkedWrite);
@@ -379,6 +400,7 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
       );
     }
     if (ex.done) return;
+    mapped.body.message = printableMessage(mapped.body.message);
     let text: string;
     try {
       text = JSON.stringify(mapped.body);
@@ -461,7 +483,7 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
    * Everything synchronous on the uWS request (which is invalid once this returns):
    * header guard, copy, params. Returns the exchange, or undefined when already answered.
    */
-  function begin(res: UwsResponse, req: UwsRequest, method: Method, names: readonly string[] | null): Exchange | undefined {
+  function begin(res: UwsResponse, req: UwsRequest, method: Method, names: readonly string[] | null, head = false): Exchange | undefined {
     const guard = guardHeaders(req);
     if (guard === Guard.Close) {
       res.close();
@@ -479,6 +501,7 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
       Buffer.from(res.getRemoteAddressAsText()).toString(),
     );
     const ex = new Exchange(res, request);
+    ex.head = head;
     res.onAborted(ex.onAborted);
 
     if (guard === Guard.Chunked) {
@@ -573,18 +596,26 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
       if (ex.bodyLength > 0) readBody(ex, handler);
       else dispatch(ex, handler);
     });
+    // Every GET route answers HEAD too: the handler runs as for GET (it sees method
+    // GET) and only the body is left out, so status and headers are the GET's.
+    if (method === 'GET') {
+      app.head(pattern, (res: UwsResponse, req: UwsRequest) => {
+        const ex = begin(res, req, 'GET', namesOrNull, true);
+        if (ex === undefined) return;
+        if (ex.bodyLength > 0) readBody(ex, handler);
+        else dispatch(ex, handler);
+      });
+    }
   }
 
   // Fallback for every unmatched method/path. The guard runs here too: a smuggled
   // request must not reach any handler, including this one.
   app.any('/*', (res: UwsResponse, req: UwsRequest) => {
     const sent = req.getCaseSensitiveMethod().toUpperCase();
-    const ex = begin(res, req, sent as Method, null);
+    // An unmatched HEAD gets what the same GET would get, without the body.
+    const head = sent === 'HEAD';
+    const ex = begin(res, req, (head ? 'GET' : sent) as Method, null, head);
     if (ex === undefined) return;
-    if (sent === 'HEAD') {
-      write(ex, 404, undefined, undefined, undefined, false);
-      return;
-    }
     const handler = onNotFound ?? notFound;
     if (ex.bodyLength > 0) readBody(ex, handler);
     else dispatch(ex, handler);
@@ -629,6 +660,27 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
       if (force) (app as unknown as { close(): void }).close();
     },
   };
+}
+
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+const CONTROL_ALL = /[\u0000-\u001f\u007f-\u009f]/g;
+/** Longest error message sent; messages quote client input, which routes bound anyway. */
+export const MAX_MESSAGE_CHARS = 1024;
+
+/**
+ * The last line of defence for messages that quote what a client sent: control
+ * characters are shown escaped (a terminal or log viewer reading them gets text, not
+ * commands), and an over-long message is cut.
+ */
+export function printableMessage(message: string): string {
+  let out = CONTROL.test(message) ? message.replace(CONTROL_ALL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) : message;
+  if (out.length > MAX_MESSAGE_CHARS) {
+    let end = MAX_MESSAGE_CHARS - 1;
+    // Never split a surrogate pair.
+    if (/[\ud800-\udbff]/.test(out[end - 1]!)) end--;
+    out = `${out.slice(0, end)}…`;
+  }
+  return out;
 }
 
 function notFound(req: HttpRequest): never {

@@ -20,6 +20,21 @@ export const queryInt = (name: string, min: number, max: number) =>
     .transform(Number)
     .pipe(z.number().min(min, `${name} must be at least ${min}`).max(max, `${name} must be at most ${max}`));
 
+/** No id, slug or name holds a control character; refusing them keeps them out of messages and SQL. */
+const NO_CONTROL = /^[^\u0000-\u001f\u007f]*$/;
+
+/**
+ * A required name from a path segment or query value (project slug, environment slug,
+ * secret name), within `max` characters and free of control characters. Failures say
+ * what is wrong without echoing the value.
+ */
+export const boundedName = (label: string, max: number) =>
+  z
+    .string({ error: (issue) => (issue.input === undefined ? `${label} is required` : `${label} must be a string`) })
+    .min(1, `${label} is required`)
+    .max(max, `${label} must be at most ${max} characters`)
+    .regex(NO_CONTROL, `${label} must not contain control characters`);
+
 export function parse<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
   const r = schema.safeParse(input);
   if (r.success) return r.data;

@@ -15,7 +15,8 @@ t.test('defaults', async (t) => {
 
 t.test('COOKIE_SECURE: auto, always or never', async (t) => {
   for (const mode of ['auto', 'always', 'never'] as const) t.equal(parseConfig({ ...good, COOKIE_SECURE: mode }).cookieSecure, mode);
-  for (const bad of ['yes', 'true', 'ALWAYS', '']) {
+  t.equal(parseConfig({ ...good, COOKIE_SECURE: '' }).cookieSecure, 'auto', 'empty counts as unset, like every setting');
+  for (const bad of ['yes', 'true', 'ALWAYS']) {
     t.throws(() => parseConfig({ ...good, COOKIE_SECURE: bad }), { message: /^invalid COOKIE_SECURE/ }, JSON.stringify(bad));
   }
 });
@@ -38,4 +39,41 @@ t.test('empty DATABASE_URL / REDIS_URL mean unset', async (t) => {
   const c = parseConfig({ ...good, DATABASE_URL: '', REDIS_URL: ' ' });
   t.equal(c.databaseUrl, undefined);
   t.equal(c.redisUrl, undefined);
+});
+
+t.test('empty settings mean unset, not zero', async (t) => {
+  const blank = Object.fromEntries(
+    ['PORT', 'HOST', 'DATA_DIR', 'DB_WAIT_SECONDS', 'CRYPTO_THREADS', 'MAX_BODY_BYTES', 'LOGIN_MAX_ATTEMPTS', 'LOGIN_LOCKOUT_SECONDS', 'SESSION_TTL_SECONDS', 'LOG_LEVEL'].map(
+      (k) => [k, ''],
+    ),
+  );
+  const c = parseConfig({ ...good, ...blank });
+  const d = parseConfig(good);
+  t.equal(c.port, 8080, 'PORT= is the default port, not a random one');
+  t.equal(c.dbWaitMs, 180_000, 'DB_WAIT_SECONDS= waits the default, not zero');
+  t.same(c, d, 'every blank setting is its default');
+  t.equal(parseConfig({ ...good, PORT: ' 9090 ' }).port, 9090);
+  t.equal(parseConfig({ ...good, PORT: '0' }).port, 0, 'an explicit 0 still means any free port');
+  t.equal(parseConfig({ ...good, DB_WAIT_SECONDS: '0' }).dbWaitMs, 0);
+});
+
+t.test('numbers are decimal whole numbers within their range', async (t) => {
+  for (const [k, v, m] of [
+    ['PORT', '0x1F90', /^invalid PORT: must be a whole number$/],
+    ['PORT', '8e3', /^invalid PORT: must be a whole number$/],
+    ['PORT', '80.5', /^invalid PORT: must be a whole number$/],
+    ['PORT', '-1', /^invalid PORT: must be a whole number$/],
+    ['PORT', '65536', /^invalid PORT: must be at most 65535$/],
+    ['DB_WAIT_SECONDS', 'soon', /^invalid DB_WAIT_SECONDS: must be a whole number$/],
+    ['CRYPTO_THREADS', '0', /^invalid CRYPTO_THREADS: must be at least 1$/],
+    ['MAX_BODY_BYTES', '100', /^invalid MAX_BODY_BYTES: must be at least 1024$/],
+  ] as const) {
+    t.throws(() => parseConfig({ ...good, [k]: v }), { message: m }, `${k}=${v}`);
+  }
+});
+
+t.test('LOG_LEVEL', async (t) => {
+  t.equal(parseConfig(good).logLevel, 'info');
+  for (const l of ['debug', 'info', 'warn', 'error', 'silent'] as const) t.equal(parseConfig({ ...good, LOG_LEVEL: l }).logLevel, l);
+  t.throws(() => parseConfig({ ...good, LOG_LEVEL: 'verbose' }), { message: /^invalid LOG_LEVEL/ });
 });

@@ -4,11 +4,13 @@
 // worker is lost.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, existsSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import t from 'tap';
+import { freshDatabase } from '../helpers/db.js';
 
 const MAIN = fileURLToPath(new URL('../../server/main.js', import.meta.url));
 const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}.js`, import.meta.url));
@@ -158,4 +160,35 @@ t.test('a crypto worker lost after start-up: the service exits non-zero, saying 
   const r = await server.exit;
   t.equal(r.code, 1);
   t.match(r.stderr, 'a crypto worker stopped; exiting so the service restarts with its keys');
+});
+
+t.test('LOG_LEVEL drops the lines below it; start-up failures always print', async (t) => {
+  // A port held by another listener: start-up logs at info (migrations) and warn
+  // (development keys read from a file), then fails to listen and exits.
+  const blocker = createServer();
+  await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => blocker.close());
+  const port = String((blocker.address() as { port: number }).port);
+  const keys = `ENCRYPTION_KEY=${key()}\nAUTH_SECRET=${secret()}\n`;
+  const INFO = /applied database migrations/;
+  const WARN = /WARN using development keys from/;
+  for (const [level, info, warn] of [
+    ['debug', true, true],
+    ['warn', false, true],
+    ['error', false, false],
+    ['silent', false, false],
+  ] as const) {
+    const dir = tempDir(t);
+    writeFileSync(join(dir, 'dev-keys.env'), keys, { mode: 0o600 });
+    // A fresh database each time, so that every start applies the migrations (and says so).
+    const r = await run({ DATA_DIR: dir, DATABASE_URL: await freshDatabase(t), PORT: port, LOG_LEVEL: level }).exit;
+    const name = `LOG_LEVEL=${JSON.stringify(level)}`;
+    t.not(r.code, 0, `${name}: exits`);
+    t.match(r.stderr, `Cannot listen on 127.0.0.1:${port}`, `${name}: the failure is printed`);
+    t.equal(INFO.test(r.stdout), info, `${name}: info lines ${info ? 'shown' : 'dropped'}`);
+    t.equal(WARN.test(r.stderr), warn, `${name}: warn lines ${warn ? 'shown' : 'dropped'}`);
+  }
+  const bad = await run({ DATA_DIR: tempDir(t), LOG_LEVEL: 'verbose' }).exit;
+  t.not(bad.code, 0);
+  t.match(bad.stderr, /^invalid LOG_LEVEL/m);
 });

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { Router } from '../../http/types.js';
 import type { Services } from '../../services.js';
 import type { ProjectRef } from '../../domain/access.js';
-import { parse, projectRef, queryBool, queryObject } from '../input.js';
+import { boundedName, parse, projectRef, queryBool, queryInt, queryObject } from '../input.js';
 import { projectIdRef, ref } from '../writeInput.js';
 import { secretRaw } from '../shape.js';
 
@@ -14,7 +14,7 @@ const scope = {
   workspaceSlug: ref,
   workspaceId: ref,
   projectId: ref,
-  environment: z.string({ error: 'environment is required' }).min(1).max(64),
+  environment: boundedName('environment', 64),
   secretPath: z.string().max(1024).optional(),
   expandSecretReferences: queryBool.optional(),
   include_imports: queryBool.optional(),
@@ -24,9 +24,14 @@ const scope = {
 const listQuery = z.object({ ...scope, recursive: queryBool.optional() });
 const getQuery = z.object({
   ...scope,
-  version: z.coerce.number().int().min(1).max(2_147_483_647).optional(),
+  // Decimal digits only: z.coerce would also take 0x1, 1e0 and ' 1'.
+  version: queryInt('version', 1, 2_147_483_647).optional(),
   type: z.enum(['shared', 'personal']).optional(),
 });
+
+// A name that cannot exist (too long, control characters) is refused before it is
+// looked up, and so never echoed in a "not found".
+const secretNameParam = z.object({ secretName: boundedName('secretName', 255) });
 
 type Scope = { workspaceSlug?: string; workspaceId?: string; projectId?: string };
 
@@ -49,11 +54,12 @@ function register(router: Router, svc: Services, paths: { list: string; one: str
   router.get(paths.one, async (req) => {
     const actor = await svc.auth.actor(req);
     const q = parse(getQuery, queryObject(req.query));
+    const { secretName } = parse(secretNameParam, req.params);
     const secret = await svc.secrets.get(actor, {
       project: projectOf(q),
       environment: q.environment,
       secretPath: q.secretPath,
-      secretName: req.params.secretName!,
+      secretName,
       version: q.version,
       type: q.type,
       expandSecretReferences: q.expandSecretReferences,

@@ -14,6 +14,7 @@ import { AppError } from '../../../server/errors.js';
 import { memoryBus } from '../../../storage/cache.js';
 import { connectDatabase, type Sql } from '../../../storage/db.js';
 import { createStore } from '../../../storage/index.js';
+import { openAuditKey } from '../../../server/domain/audit.js';
 import { migrate } from '../../../storage/migrate.js';
 import { freshDatabase } from '../../helpers/db.js';
 import { BACKENDS, type Backend } from '../../helpers/service.js';
@@ -47,10 +48,11 @@ async function setUp(t: { teardown(fn: () => unknown): void }, backend: Backend)
     hashPassword: (password: string) => (counts.hash++, crypto.hashPassword(password)),
     verifyPassword: (hash: string, password: string) => (counts.verify++, crypto.verifyPassword(hash, password)),
   };
+  const auditKey = await openAuditKey(createStore(db.sql), crypto);
   const recorder = recordingSql(db.sql);
   const authSecret = randomBytes(32);
   const users = await usersDomain({
-    store: createStore(recorder.sql),
+    store: createStore(recorder.sql, { auditKey }),
     crypto: countingCrypto,
     sessions: userSessionTokens(authSecret),
     emailKey: loginAttemptKeys(authSecret),

@@ -2,6 +2,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import t from 'tap';
 import { countResponses, rawExchange } from '../../helpers/rawSocket.js';
+import { MAX_MESSAGE_CHARS, printableMessage } from '../../../server/http/app.js';
 import { expectError, JSON_TYPE, REQ_ID, startFixture } from './fixture.js';
 
 const SECURITY = {
@@ -79,6 +80,80 @@ t.test('unknown route: 404 in the contract shape', async (t) => {
   const head = await fetch(`${f.url}/nope`, { method: 'HEAD' });
   t.equal(head.status, 404);
   t.equal(f.calls.ok, undefined, 'no route ran');
+});
+
+/** A raw reply split into its header block and what follows it, status and headers parsed. */
+function splitReply(data: string): { status: number; headers: Record<string, string>; rest: string } {
+  const end = data.indexOf('\r\n\r\n');
+  const [statusLine, ...lines] = data.slice(0, end).split('\r\n');
+  const headers: Record<string, string> = {};
+  for (const l of lines) {
+    const i = l.indexOf(':');
+    headers[l.slice(0, i).toLowerCase()] = l.slice(i + 1).trim();
+  }
+  return { status: Number(statusLine!.split(' ')[1]), headers, rest: data.slice(end + 4) };
+}
+
+t.test('HEAD: the GET reply without its body, and the connection stays usable', async (t) => {
+  const f = await startFixture(t);
+  const cases: [path: string, status: number, name: string][] = [
+    ['/ok', 200, 'a GET route'],
+    ['/params/x/y', 200, 'a GET route with params'],
+    ['/app-error', 403, 'a GET route that throws'],
+    ['/nope', 404, 'no route'],
+  ];
+  for (const [path, status, name] of cases) {
+    const get = await fetch(`${f.url}${path}`);
+    const getBody = Buffer.from(await get.arrayBuffer());
+    // HEAD, then a GET pipelined on the same connection: had HEAD sent a body, the
+    // second reply would not start right after the first one's headers.
+    const raw = await rawExchange(
+      f.port,
+      `HEAD ${path} HTTP/1.1\r\nHost: x\r\n\r\nGET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+    );
+    t.equal(countResponses(raw.data), 2, `${name}: two replies on one connection`);
+    const head = splitReply(raw.data);
+    t.equal(head.status, status, `${name}: the GET's status`);
+    t.equal(head.headers['content-type'], JSON_TYPE, `${name}: JSON content type`);
+    t.equal(head.headers['content-length'], String(getBody.length), `${name}: the GET body's length`);
+    t.equal(head.headers['x-content-type-options'], 'nosniff', `${name}: security headers`);
+    t.match(head.headers['x-request-id'], REQ_ID);
+    t.ok(head.rest.startsWith('HTTP/1.1 200 OK\r\n'), `${name}: no body before the next reply`);
+    const next = splitReply(head.rest);
+    t.equal(next.rest, '{"ok":true}', `${name}: the next request is served whole`);
+  }
+  t.equal(f.calls.ok, 2 + 4, 'HEAD ran the GET handler');
+});
+
+t.test('HEAD refused for its framing: the error\'s headers, no body, connection closed', async (t) => {
+  const f = await startFixture(t);
+  const raw = await rawExchange(f.port, 'HEAD /ok HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n');
+  t.ok(raw.closedByServer);
+  const head = splitReply(raw.data);
+  t.equal(head.status, 411);
+  t.equal(head.headers['content-type'], JSON_TYPE);
+  t.equal(head.rest, '', 'no body');
+  t.equal(f.calls.ok, undefined);
+});
+
+t.test('error messages never carry control characters, and are bounded', async (t) => {
+  const f = await startFixture(t);
+  const res = await fetch(`${f.url}/missing/a%00b%1B%5B2Jc%7Fd%C2%9Be`);
+  const body = await expectError(t, res, 404, 'NotFound');
+  t.equal(body.message, "Thing 'a\\u0000b\\u001b[2Jc\\u007fd\\u009be' not found", 'shown escaped, as text');
+  t.notMatch(body.message as string, /[\u0000-\u001f\u007f-\u009f]/);
+
+  const long = await fetch(`${f.url}/missing/${'a'.repeat(3000)}`);
+  const longBody = await expectError(t, long, 404, 'NotFound');
+  t.equal((longBody.message as string).length, MAX_MESSAGE_CHARS);
+  t.ok((longBody.message as string).endsWith('…'), 'cut, and says so');
+});
+
+t.test('printableMessage keeps surrogate pairs whole when it cuts', async (t) => {
+  const cut = printableMessage(`${'a'.repeat(MAX_MESSAGE_CHARS - 2)}😀😀`);
+  t.ok(cut.length <= MAX_MESSAGE_CHARS);
+  t.equal(cut, `${'a'.repeat(MAX_MESSAGE_CHARS - 2)}…`);
+  t.equal(printableMessage('plain message'), 'plain message');
 });
 
 t.test('thrown AppError: its status, name, message and headers', async (t) => {

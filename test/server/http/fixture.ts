@@ -66,6 +66,9 @@ export async function startFixture(t: Test, opts: HttpServerOptions = {}): Promi
   r.get('/app-error', () => {
     throw new AppError('FORBIDDEN', 'Not allowed here', { headers: { 'Retry-After': '7' } });
   });
+  r.get('/missing/:name', (req) => {
+    throw new AppError('NOT_FOUND', `Thing '${req.params.name}' not found`);
+  });
   r.get('/boom', () => {
     throw new Error('database password is hunter2');
   });

@@ -1,0 +1,22 @@
+// HEAD /api/status (probes and uptime monitors send it): the GET's status and headers,
+// JSON content type included, with no body, on a connection that stays usable.
+import t from 'tap';
+import { JSON_TYPE } from '../../helpers/http.js';
+import { countResponses, rawExchange } from '../../helpers/rawSocket.js';
+import { startTestService, testEnv } from '../../helpers/service.js';
+
+t.test('HEAD /api/status', async (t) => {
+  const svc = await startTestService(t, await testEnv(t, 'embedded'));
+  const raw = await rawExchange(
+    svc.port,
+    'HEAD /api/status HTTP/1.1\r\nHost: x\r\n\r\nGET /api/status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+  );
+  t.equal(countResponses(raw.data), 2, 'both requests answered on one connection');
+  const end = raw.data.indexOf('\r\n\r\n');
+  const head = raw.data.slice(0, end);
+  t.match(head, /^HTTP\/1\.1 200 OK\r\n/);
+  t.match(head, new RegExp(`\r\nContent-Type: ${JSON_TYPE.replace(/[;]/g, '\\$&')}(\r\n|$)`, 'i'));
+  t.match(head, /\r\nContent-Length: [1-9]\d*(\r\n|$)/i, 'the length the GET body has');
+  t.ok(raw.data.slice(end + 4).startsWith('HTTP/1.1 200 OK\r\n'), 'no body: the next reply follows the headers');
+  t.match(raw.data.slice(end + 4), /"message":"Ok"/, 'and the GET after it is served whole');
+});
