@@ -12,7 +12,7 @@ import { topics } from './caches.js';
 import { dataKeyAad } from './keyring.js';
 import { MEMBERSHIP_EVENTS } from './memberships.js';
 import { normaliseSecretPath } from './paths.js';
-import { IMMUTABLE_OVERRIDE } from './secrets.js';
+import { IMMUTABLE_OVERRIDE, REQUIRES_FORCE, REQUIRES_OVERRIDE } from './secrets.js';
 import { validateName } from './text.js';
 
 export const DEFAULT_ENVIRONMENTS = [
@@ -72,13 +72,14 @@ export interface ForceOptions {
  */
 function refuseUnlessForced(secrets: readonly SecretInventoryRow[], opts: ForceOptions, what: string) {
   if (secrets.length > 0 && !opts.force) {
-    throw new AppError('CONFLICT', `${what} holds ${plural(secrets.length, 'secret')}; pass force=true to delete it with them`);
+    throw new AppError('CONFLICT', `${what} holds ${plural(secrets.length, 'secret')}; pass force=true to delete it with them`, REQUIRES_FORCE);
   }
   const protectedCount = secrets.filter((x) => x.immutable).length;
   if (protectedCount > 0 && !opts.overrideImmutable) {
     throw new AppError(
       'CONFLICT',
       `${what} holds ${plural(protectedCount, 'secret')} marked as never changing; pass overrideImmutable=true as well to delete ${protectedCount === 1 ? 'it' : 'them'}`,
+      REQUIRES_OVERRIDE,
     );
   }
 }

@@ -70,6 +70,13 @@ export function validateSecretText(what: 'secretValue' | 'secretComment', s: str
 /** Audit metadata of a change that went through only because the caller overrode "never changes". */
 export const IMMUTABLE_OVERRIDE = { immutableOverride: true } as const;
 
+/**
+ * `details` of a 409 that a repeated request with one more flag would get past: clients
+ * (the admin UI) ask the person once more instead of parsing the message.
+ */
+export const REQUIRES_FORCE = { details: { requires: 'force' } } as const;
+export const REQUIRES_OVERRIDE = { details: { requires: 'overrideImmutable' } } as const;
+
 /** Most secrets one batch request may create. */
 export const MAX_BATCH = 1000;
 
@@ -402,7 +409,7 @@ export function secretsDomain(deps: SecretsDeps) {
         if (!cur) throw new AppError('NOT_FOUND', `Secret with name '${key}' not found`);
         const overridden = cur.immutable && (input.value !== undefined || newKey !== key);
         if (overridden && !input.allowImmutableChange) {
-          throw new AppError('CONFLICT', `Secret '${key}' must never change; an explicit override is required to change it`);
+          throw new AppError('CONFLICT', `Secret '${key}' must never change; an explicit override is required to change it`, REQUIRES_OVERRIDE);
         }
         if (newKey !== key && (await s.secrets.byKey(folder.id, newKey))) throw new AppError('BAD_REQUEST', 'Secret already exists');
         const { values, comments } = await open(project, env, [cur]);
@@ -451,7 +458,7 @@ export function secretsDomain(deps: SecretsDeps) {
         const cur = await s.secrets.byKeyForUpdate(folder.id, key);
         if (!cur) throw new AppError('NOT_FOUND', `Secret with name '${key}' not found`);
         if (cur.immutable && !input.allowImmutableChange) {
-          throw new AppError('CONFLICT', `Secret '${key}' must never change; an explicit override is required to delete it`);
+          throw new AppError('CONFLICT', `Secret '${key}' must never change; an explicit override is required to delete it`, REQUIRES_OVERRIDE);
         }
         const { values, comments } = await open(project, env, [cur]);
         await s.secrets.remove(cur.id);
@@ -616,7 +623,7 @@ export function secretsDomain(deps: SecretsDeps) {
         const old = await s.secrets.version(cur.id, version);
         if (!old) throw new AppError('NOT_FOUND', `Secret '${cur.key}' has no version ${version}`);
         if (cur.immutable && !opts.allowImmutableChange) {
-          throw new AppError('CONFLICT', `Secret '${cur.key}' must never change; an explicit override is required to restore a version`);
+          throw new AppError('CONFLICT', `Secret '${cur.key}' must never change; an explicit override is required to restore a version`, REQUIRES_OVERRIDE);
         }
         if (old.key !== cur.key && (await s.secrets.byKey(cur.folderId, old.key))) throw new AppError('BAD_REQUEST', 'Secret already exists');
         const oldAt = { projectId: project.id, environmentId: env.id, folderId: old.folderId, secretId: cur.id, key: old.key, version: old.version };

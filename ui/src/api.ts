@@ -4,11 +4,33 @@
 export class ApiError extends Error {
   readonly status: number;
   readonly code: string;
-  constructor(status: number, code: string, message: string) {
+  readonly details: unknown;
+  constructor(status: number, code: string, message: string, details?: unknown) {
     super(message);
     this.status = status;
     this.code = code;
+    this.details = details;
   }
+}
+
+/** How far a delete or change has been confirmed: plain, with force, or also overriding protected keys. */
+export type Confirmation = 'plain' | 'force' | 'overrideImmutable';
+
+/**
+ * The confirmation a refused request asks for next (the API names it in a 409's
+ * `details.requires`), or undefined when asking again would not help.
+ */
+export function nextConfirmation(err: unknown, current: Confirmation): Exclude<Confirmation, 'plain'> | undefined {
+  if (!(err instanceof ApiError) || err.status !== 409) return undefined;
+  const requires = (err.details as { requires?: unknown } | undefined)?.requires;
+  if (requires === 'force' && current === 'plain') return 'force';
+  if (requires === 'overrideImmutable' && current !== 'overrideImmutable') return 'overrideImmutable';
+  return undefined;
+}
+
+/** The query flags a confirmation sends. */
+export function confirmationFlags(c: Confirmation): { force?: true; overrideImmutable?: true } {
+  return c === 'plain' ? {} : c === 'force' ? { force: true } : { force: true, overrideImmutable: true };
 }
 
 let csrfToken: string | undefined;
@@ -59,10 +81,10 @@ export async function api<T = unknown>(method: 'GET' | 'POST' | 'PATCH' | 'DELET
     data = undefined;
   }
   if (!res.ok) {
-    const body = (data ?? {}) as { message?: unknown; error?: unknown };
+    const body = (data ?? {}) as { message?: unknown; error?: unknown; details?: unknown };
     const message = typeof body.message === 'string' && body.message !== '' ? body.message : `Request failed (${res.status})`;
     if (res.status === 401 && !opts.quiet401) onUnauthorized?.();
-    throw new ApiError(res.status, typeof body.error === 'string' ? body.error : 'Error', message);
+    throw new ApiError(res.status, typeof body.error === 'string' ? body.error : 'Error', message, body.details);
   }
   return data as T;
 }

@@ -1,6 +1,7 @@
 // Shared building blocks: links, buttons, fields, alerts, dialogs, pager, copy.
 import { createEffect, createSignal, createUniqueId, onCleanup, Show, splitProps, type JSX, type ParentProps } from 'solid-js';
 import { linkClick } from './router';
+import type { Confirmation } from './api';
 
 export function Link(props: ParentProps<{ href: string; class?: string; 'aria-current'?: 'page' | undefined; title?: string }>) {
   return (
@@ -89,6 +90,20 @@ export function Dialog(props: ParentProps<{ open: boolean; title: string; onClos
     </dialog>
   );
 }
+
+/** The confirm button of a delete, at each level of confirmation the API asked for. */
+export const DELETE_LABEL: Record<Confirmation, (what: string) => string> = {
+  plain: (what) => `Delete ${what}`,
+  force: (what) => `Delete ${what} and its secrets`,
+  overrideImmutable: (what) => `Delete ${what} and its protected keys`,
+};
+
+/** Why a delete dialog asks once more. */
+export const ASK_AGAIN: Record<Exclude<Confirmation, 'plain'>, (what: string) => string> = {
+  force: (what) => `The ${what} still holds secrets. Confirm again to delete them with it.`,
+  overrideImmutable: (what) =>
+    `The ${what} holds keys marked as never changing (such as IDP_SECRET_KEY). Confirm again to delete them too; this cannot be undone.`,
+};
 
 export function Confirm(props: {
   open: boolean;

@@ -126,7 +126,9 @@ for (const backend of BACKENDS) {
 
       const before = await rows(svc);
       const scope = { projectId: P, environment: 'staging', path: '/' };
-      isError(t, await api(svc, 'DELETE', `${FOLDERS}/svc`, as, scope), 409, 'Conflict', "Folder '/svc' holds 2 secrets; pass force=true to delete it with them");
+      const refused = await api(svc, 'DELETE', `${FOLDERS}/svc`, as, scope);
+      isError(t, refused, 409, 'Conflict', "Folder '/svc' holds 2 secrets; pass force=true to delete it with them");
+      t.same(refused.body.details, { requires: 'force' }, 'details say what a repeat needs');
       isError(t, await api(svc, 'DELETE', `${FOLDERS}/svc`, as, { ...scope, force: false }), 409, 'Conflict');
       isError(t, await api(svc, 'DELETE', `${FOLDERS}/svc?force=false`, as, scope), 409, 'Conflict');
       isError(t, await api(svc, 'DELETE', `${FOLDERS}/inner`, as, { ...scope, path: '/svc' }), 409, 'Conflict', /holds 2 secrets/);
@@ -175,6 +177,7 @@ for (const backend of BACKENDS) {
       for (const extra of [{}, { overrideImmutable: false }]) {
         const r = await api(svc, 'DELETE', `${FOLDERS}/pinned`, as, { ...scope, force: true, ...extra });
         isError(t, r, 409, 'Conflict', "Folder '/pinned' holds 1 secret marked as never changing; pass overrideImmutable=true as well to delete it");
+        t.same(r.body.details, { requires: 'overrideImmutable' }, 'details say what a repeat needs');
         t.notMatch(r.body.message, /SIGNING_KEY|never changes/, 'a count, neither names nor values');
       }
       isError(t, await api(svc, 'DELETE', `${FOLDERS}/pinned`, as, { ...scope, overrideImmutable: true }), 409, 'Conflict', /pass force=true/);

@@ -361,6 +361,7 @@ for (const backend of BACKENDS) {
       for (const q of ['?force=true', '?force=true&overrideImmutable=false']) {
         const r = await api(svc, 'DELETE', `${env(p.id, e.id)}${q}`, as);
         isError(t, r, 409, 'Conflict', "Environment 'prod' holds 1 secret marked as never changing; pass overrideImmutable=true as well to delete it");
+        t.same(r.body.details, { requires: 'overrideImmutable' }, 'details say what a repeat needs');
         t.notMatch(r.body.message, /IDP_SECRET_KEY|ffff/, 'a count, neither names nor values');
       }
       isError(t, await api(svc, 'DELETE', `${env(p.id, e.id)}?overrideImmutable=true`, as), 409, 'Conflict', /pass force=true/);

@@ -320,12 +320,16 @@ for (const backend of BACKENDS) {
     t.test('immutable keys need overrideImmutable to change', async (t) => {
       await svc.services.secrets.create(SYSTEM, { project: { id: P }, environment: 'prod', key: 'SIGNING_KEY', value: 'never-changes', comment: 'pinned', immutable: true });
       const before = await state(svc);
-      isError(t, await v3('PATCH', 'SIGNING_KEY', { ...where, secretValue: 'changed' }), 409, 'Conflict', /must never change/);
+      const refused = await v3('PATCH', 'SIGNING_KEY', { ...where, secretValue: 'changed' });
+      isError(t, refused, 409, 'Conflict', /must never change/);
+      t.same(refused.body.details, { requires: 'overrideImmutable' }, 'details say what a repeat needs');
       isError(t, await v3('PATCH', 'SIGNING_KEY', { ...where, secretValue: 'never-changes' }), 409, 'Conflict');
       isError(t, await v3('PATCH', 'SIGNING_KEY', { ...where, newSecretName: 'SIGNING_KEY_2' }), 409, 'Conflict');
       isError(t, await v3('PATCH', 'SIGNING_KEY', { ...where, secretValue: 'changed', overrideImmutable: false }), 409, 'Conflict');
       isError(t, await v3('PATCH', 'SIGNING_KEY', { ...where, secretValue: 'changed', overrideImmutable: 'maybe' }), 422, 'ValidationFailure');
-      isError(t, await v3('DELETE', 'SIGNING_KEY', where), 409, 'Conflict', /must never change/);
+      const refusedDelete = await v3('DELETE', 'SIGNING_KEY', where);
+      isError(t, refusedDelete, 409, 'Conflict', /must never change/);
+      t.same(refusedDelete.body.details, { requires: 'overrideImmutable' });
       isError(t, await api(svc, 'DELETE', `${one('SIGNING_KEY')}?workspaceId=${P}&environment=prod&overrideImmutable=false`, m.token), 409);
       isError(t, await api(svc, 'DELETE', `/api/v4/secrets/SIGNING_KEY?projectId=${P}&environment=prod`, m.token), 409);
       t.same(await state(svc), before, 'nothing changed');

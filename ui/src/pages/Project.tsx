@@ -1,8 +1,8 @@
 // One project: header, tabs, and the Members, Audit and Settings screens
 // (Secrets lives in Secrets.tsx).
 import { createEffect, createMemo, createResource, createSignal, For, Match, on, Show, Switch } from 'solid-js';
-import { api, errorText, personName, ROLES, type AuditLog, type AuditVerify, type Identity, type IdentityMembership, type Person, type Project, type UserMembership } from '../api';
-import { Badge, Button, Confirm, Empty, ErrorText, Field, formatDate, Icon, Link, Loading, Pager, useId } from '../components';
+import { api, confirmationFlags, errorText, nextConfirmation, personName, ROLES, type AuditLog, type Confirmation, type AuditVerify, type Identity, type IdentityMembership, type Person, type Project, type UserMembership } from '../api';
+import { ASK_AGAIN, Badge, Button, Confirm, DELETE_LABEL, Empty, ErrorText, Field, formatDate, Icon, Link, Loading, Pager, useId } from '../components';
 import { lastSecretsSearch, navigate } from '../router';
 import { user } from '../session';
 import { SecretsScreen } from './Secrets';
@@ -483,7 +483,7 @@ function SettingsScreen(props: { project: Project; onSaved: (p: Project) => void
   const [saved, setSaved] = createSignal(false);
   const [busy, setBusy] = createSignal(false);
   const [deleting, setDeleting] = createSignal(false);
-  const [needsForce, setNeedsForce] = createSignal(false);
+  const [deleteLevel, setDeleteLevel] = createSignal<Confirmation>('plain');
   const ids = { name: useId('sname'), slug: useId('sslug'), envName: useId('envname'), envSlug: useId('envslug') };
 
   const save = async (e: Event) => {
@@ -507,7 +507,7 @@ function SettingsScreen(props: { project: Project; onSaved: (p: Project) => void
   const [envSlugEdited, setEnvSlugEdited] = createSignal(false);
   const [envError, setEnvError] = createSignal<string>();
   const [envBusy, setEnvBusy] = createSignal(false);
-  const [removingEnv, setRemovingEnv] = createSignal<{ id: string; name: string; force: boolean }>();
+  const [removingEnv, setRemovingEnv] = createSignal<{ id: string; name: string; level: Confirmation }>();
   const effectiveEnvSlug = () => (envSlugEdited() ? envSlug() : envName().toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, ''));
   const addEnv = async (e: Event) => {
     e.preventDefault();
@@ -570,7 +570,7 @@ function SettingsScreen(props: { project: Project; onSaved: (p: Project) => void
                   <td>{env.name}</td>
                   <td class="mono">{env.slug}</td>
                   <td class="col-actions">
-                    <Button size="sm" variant="ghost" aria-label={`Delete environment ${env.name}`} onClick={() => setRemovingEnv({ id: env.id, name: env.name, force: false })}>
+                    <Button size="sm" variant="ghost" aria-label={`Delete environment ${env.name}`} onClick={() => setRemovingEnv({ id: env.id, name: env.name, level: 'plain' })}>
                       <Icon name="trash" /> Delete
                     </Button>
                   </td>
@@ -621,20 +621,19 @@ function SettingsScreen(props: { project: Project; onSaved: (p: Project) => void
           </>
         }
         typeToConfirm={props.project.slug}
-        confirmLabel={needsForce() ? 'Delete project and its secrets' : 'Delete project'}
+        confirmLabel={DELETE_LABEL[deleteLevel()]('project')}
         onClose={() => {
           setDeleting(false);
-          setNeedsForce(false);
+          setDeleteLevel('plain');
         }}
         onConfirm={async () => {
           try {
-            await api('DELETE', `/api/v1/projects/${props.project.id}`, { query: { force: needsForce() ? 'true' : undefined }, body: {} });
+            await api('DELETE', `/api/v1/projects/${props.project.id}`, { query: confirmationFlags(deleteLevel()), body: {} });
           } catch (err) {
-            if ((err as { status?: number }).status === 409 && !needsForce()) {
-              setNeedsForce(true);
-              throw new Error('The project still holds secrets. Confirm again to delete them with it.');
-            }
-            throw err;
+            const next = nextConfirmation(err, deleteLevel());
+            if (!next) throw err;
+            setDeleteLevel(next);
+            throw new Error(ASK_AGAIN[next]('project'));
           }
           navigate('/projects');
         }}
@@ -649,18 +648,17 @@ function SettingsScreen(props: { project: Project; onSaved: (p: Project) => void
             </p>
           </>
         }
-        confirmLabel={removingEnv()?.force ? 'Delete environment and its secrets' : 'Delete environment'}
+        confirmLabel={DELETE_LABEL[removingEnv()?.level ?? 'plain']('environment')}
         onClose={() => setRemovingEnv(undefined)}
         onConfirm={async () => {
           const r = removingEnv()!;
           try {
-            await api('DELETE', `/api/v1/projects/${props.project.id}/environments/${r.id}`, { query: { force: r.force ? 'true' : undefined }, body: {} });
+            await api('DELETE', `/api/v1/projects/${props.project.id}/environments/${r.id}`, { query: confirmationFlags(r.level), body: {} });
           } catch (err) {
-            if ((err as { status?: number }).status === 409 && !r.force) {
-              setRemovingEnv({ ...r, force: true });
-              throw new Error('The environment is not empty. Confirm again to delete its contents too.');
-            }
-            throw err;
+            const next = nextConfirmation(err, r.level);
+            if (!next) throw err;
+            setRemovingEnv({ ...r, level: next });
+            throw new Error(ASK_AGAIN[next]('environment'));
           }
           props.onEnvironmentsChanged();
         }}

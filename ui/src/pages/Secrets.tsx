@@ -2,8 +2,8 @@
 // table (values hidden until revealed), add / edit / delete / bulk paste, history with
 // restore, search by key, export.
 import { batch, createEffect, createMemo, createResource, createSignal, For, on, Show } from 'solid-js';
-import { api, errorText, withQuery, type Folder, type Project, type Secret, type SecretVersion } from '../api';
-import { Badge, Button, Confirm, CopyButton, Dialog, Empty, ErrorText, Field, formatDate, Icon, Link, Loading, Pager, useId } from '../components';
+import { api, confirmationFlags, errorText, nextConfirmation, withQuery, type Confirmation, type Folder, type Project, type Secret, type SecretVersion } from '../api';
+import { ASK_AGAIN, Badge, Button, Confirm, CopyButton, DELETE_LABEL, Dialog, Empty, ErrorText, Field, formatDate, Icon, Link, Loading, Pager, useId } from '../components';
 import { location, navigate, rememberSecretsSearch } from '../router';
 
 const PAGE = 50;
@@ -113,10 +113,10 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
   const [adding, setAdding] = createSignal(false);
   const [bulk, setBulk] = createSignal(false);
   const [editing, setEditing] = createSignal<Secret>();
-  const [deleting, setDeleting] = createSignal<Secret>();
+  const [deleting, setDeleting] = createSignal<{ secret: Secret; level: Confirmation }>();
   const [history, setHistory] = createSignal<Secret>();
   const [newFolder, setNewFolder] = createSignal(false);
-  const [deletingFolder, setDeletingFolder] = createSignal<{ folder: Folder; force: boolean }>();
+  const [deletingFolder, setDeletingFolder] = createSignal<{ folder: Folder; level: Confirmation }>();
   const refresh = () => {
     setRevealed({});
     void refetch();
@@ -221,7 +221,7 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
                   <Link href={withQuery(`/projects/${props.project.id}/secrets`, { env: env(), path: normalisePath(`${path()}/${f.name}`) })} class="folder-link">
                     <Icon name="folder" /> <span class="mono">{f.name}</span>
                   </Link>
-                  <button type="button" class="icon-btn" aria-label={`Delete folder ${f.name}`} title="Delete folder" onClick={() => setDeletingFolder({ folder: f, force: false })}>
+                  <button type="button" class="icon-btn" aria-label={`Delete folder ${f.name}`} title="Delete folder" onClick={() => setDeletingFolder({ folder: f, level: 'plain' })}>
                     <Icon name="trash" />
                   </button>
                 </li>
@@ -298,7 +298,7 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
                               <button type="button" class="icon-btn" aria-label={`History of ${s.secretKey}`} title="History" onClick={() => setHistory(s)}>
                                 <Icon name="history" />
                               </button>
-                              <button type="button" class="icon-btn danger" aria-label={`Delete ${s.secretKey}`} title="Delete" onClick={() => setDeleting(s)}>
+                              <button type="button" class="icon-btn danger" aria-label={`Delete ${s.secretKey}`} title="Delete" onClick={() => setDeleting({ secret: s, level: 'plain' })}>
                                 <Icon name="trash" />
                               </button>
                             </div>
@@ -336,13 +336,23 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
         title="Delete secret"
         message={
           <>
-            Delete <strong class="mono">{deleting()?.secretKey}</strong> from {env()} <span class="mono">{path()}</span>? Machines reading it will no longer get it.
+            Delete <strong class="mono">{deleting()?.secret.secretKey}</strong> from {env()} <span class="mono">{path()}</span>? Machines reading it will no longer get it.
           </>
         }
-        confirmLabel="Delete secret"
+        confirmLabel={deleting()?.level === 'overrideImmutable' ? 'Delete protected key' : 'Delete secret'}
         onClose={() => setDeleting(undefined)}
         onConfirm={async () => {
-          await api('DELETE', `/api/v4/secrets/${encodeURIComponent(deleting()!.secretKey)}`, { body: scope() });
+          const d = deleting()!;
+          try {
+            await api('DELETE', `/api/v4/secrets/${encodeURIComponent(d.secret.secretKey)}`, {
+              body: { ...scope(), overrideImmutable: d.level === 'overrideImmutable' || undefined },
+            });
+          } catch (err) {
+            const next = nextConfirmation(err, d.level);
+            if (next !== 'overrideImmutable') throw err;
+            setDeleting({ ...d, level: next });
+            throw new Error(PROTECTED_KEY);
+          }
           refresh();
         }}
       />
@@ -354,25 +364,21 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
             <p>
               Delete the folder <strong class="mono">{deletingFolder()?.folder.name}</strong>?
             </p>
-            <Show when={deletingFolder()?.force}>
-              <p class="warn-text">It is not empty: confirming again deletes everything in it.</p>
-            </Show>
           </>
         }
-        confirmLabel={deletingFolder()?.force ? 'Delete folder and contents' : 'Delete folder'}
+        confirmLabel={DELETE_LABEL[deletingFolder()?.level ?? 'plain']('folder')}
         onClose={() => setDeletingFolder(undefined)}
         onConfirm={async () => {
           const d = deletingFolder()!;
           try {
             await api('DELETE', `/api/v2/folders/${encodeURIComponent(d.folder.id)}`, {
-              body: { projectId: props.project.id, environment: env(), path: path(), force: d.force || undefined },
+              body: { projectId: props.project.id, environment: env(), path: path(), ...confirmationFlags(d.level) },
             });
           } catch (err) {
-            if ((err as { status?: number }).status === 409 && !d.force) {
-              setDeletingFolder({ ...d, force: true });
-              throw new Error('The folder is not empty. Confirm again to delete its contents too.');
-            }
-            throw err;
+            const next = nextConfirmation(err, d.level);
+            if (!next) throw err;
+            setDeletingFolder({ ...d, level: next });
+            throw new Error(ASK_AGAIN[next]('folder'));
           }
           void refetchFolders();
         }}
@@ -383,6 +389,8 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
 
 type Scope = { projectId: string; environment: string; secretPath: string };
 
+const PROTECTED_KEY = 'This key is marked as never changing: consumers may break if it changes. Confirm again to do it anyway.';
+
 function SecretDialog(props: { open: boolean; scope: Scope; secret?: Secret; onClose: () => void; onSaved: () => void }) {
   const [key, setKey] = createSignal('');
   const [value, setValue] = createSignal('');
@@ -390,6 +398,8 @@ function SecretDialog(props: { open: boolean; scope: Scope; secret?: Secret; onC
   const [error, setError] = createSignal<string>();
   const [busy, setBusy] = createSignal(false);
   const [loading, setLoading] = createSignal(false);
+  // Set when the API refused a change of a key marked as never changing: saving again overrides.
+  const [override, setOverride] = createSignal(false);
   const ids = { key: useId('skey'), value: useId('svalue'), comment: useId('scomment') };
 
   createEffect(
@@ -397,6 +407,7 @@ function SecretDialog(props: { open: boolean; scope: Scope; secret?: Secret; onC
       () => [props.open, props.secret] as const,
       async ([open, secret]) => {
         setError(undefined);
+        setOverride(false);
         if (!open) return;
         setKey(secret?.secretKey ?? '');
         setComment(secret?.secretComment ?? '');
@@ -424,7 +435,13 @@ function SecretDialog(props: { open: boolean; scope: Scope; secret?: Secret; onC
       if (props.secret) {
         const renamed = key().trim() !== props.secret.secretKey;
         await api('PATCH', `/api/v4/secrets/${encodeURIComponent(props.secret.secretKey)}`, {
-          body: { ...props.scope, secretValue: value(), secretComment: comment(), newSecretName: renamed ? key().trim() : undefined },
+          body: {
+            ...props.scope,
+            secretValue: value(),
+            secretComment: comment(),
+            newSecretName: renamed ? key().trim() : undefined,
+            overrideImmutable: override() || undefined,
+          },
         });
       } else {
         await api('POST', `/api/v4/secrets/${encodeURIComponent(key().trim())}`, { body: { ...props.scope, secretValue: value(), secretComment: comment() || undefined } });
@@ -432,7 +449,10 @@ function SecretDialog(props: { open: boolean; scope: Scope; secret?: Secret; onC
       props.onSaved();
       props.onClose();
     } catch (err) {
-      setError(errorText(err));
+      if (props.secret && nextConfirmation(err, override() ? 'overrideImmutable' : 'plain') === 'overrideImmutable') {
+        setOverride(true);
+        setError(PROTECTED_KEY);
+      } else setError(errorText(err));
     } finally {
       setBusy(false);
     }
@@ -456,8 +476,8 @@ function SecretDialog(props: { open: boolean; scope: Scope; secret?: Secret; onC
         <ErrorText message={error()} />
         <div class="actions">
           <Button onClick={props.onClose}>Cancel</Button>
-          <Button type="submit" variant="primary" busy={busy()} disabled={loading()}>
-            {props.secret ? 'Save changes' : 'Add secret'}
+          <Button type="submit" variant={override() ? 'danger' : 'primary'} busy={busy()} disabled={loading()}>
+            {props.secret ? (override() ? 'Save anyway' : 'Save changes') : 'Add secret'}
           </Button>
         </div>
       </form>
