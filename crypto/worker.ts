@@ -18,7 +18,7 @@ export type Task =
   | { op: 'generateDataKey'; keyAad: string }
   | { op: 'seal'; wrappedKey: Uint8Array; keyAad: string; items: Array<{ plaintext: string; aad: string }> }
   | { op: 'open'; wrappedKey: Uint8Array; keyAad: string; items: Array<{ blob: Uint8Array; aad: string }> }
-  | { op: 'mac'; wrappedKey: Uint8Array; keyAad: string; message: string }
+  | { op: 'mac'; wrappedKey: Uint8Array; keyAad: string; messages: string[] }
   | { op: 'rewrap'; wrapped: Uint8Array; keyAad: string; toVersion: number };
 
 /** Keys a worker, once; see init(). */
@@ -38,7 +38,7 @@ export interface Results {
   generateDataKey: { ok: true; wrapped: Uint8Array };
   seal: { ok: true; blobs: Uint8Array[] };
   open: { ok: true; values: string[] };
-  mac: { ok: true; mac: Uint8Array };
+  mac: { ok: true; macs: Uint8Array[] };
   rewrap: { ok: true; wrapped: Uint8Array };
 }
 
@@ -174,11 +174,11 @@ async function dispatch(t: Task): Promise<Results[keyof Results] | Failure> {
     // A separate subkey, so a MAC can never be confused with anything sealed
     // under the data key itself.
     case 'mac': {
-      if (!isBytes(t.wrappedKey) || !isStr(t.keyAad) || !isStr(t.message)) return fail('BAD_TASK');
+      if (!isBytes(t.wrappedKey) || !isStr(t.keyAad) || !Array.isArray(t.messages) || !t.messages.every(isStr)) return fail('BAD_TASK');
       const key = await dataKey(keyProvider, asBuffer(t.wrappedKey), t.keyAad);
       if (key === null) return fail('UNWRAP_FAILED');
       const macKey = Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), MAC_INFO, 32));
-      return { ok: true, mac: createHmac('sha256', macKey).update(t.message, 'utf8').digest() };
+      return { ok: true, macs: t.messages.map((m) => createHmac('sha256', macKey).update(m, 'utf8').digest()) };
     }
 
     // Not cached: rotation touches each key once.

@@ -5,7 +5,10 @@
 // and its predecessor's hash, made in the crypto workers with the instance's audit key
 // (an AuditKey handed in by the server: storage holds no key material). The chain's
 // head (entry count, last id, last MAC) lives in audit_chain_head, MACed as well and
-// rewritten in the transaction of every append. So an edited, inserted or deleted
+// rewritten in the transaction of every append. The head's MAC covers the newest
+// entry's message rather than its MAC, so an append computes both in one worker task;
+// appends are serialised by the anchor row's lock, which is held through the commit,
+// so that critical section is kept to three statements and that one task. So an edited, inserted or deleted
 // entry, the newest ones included, breaks a link, a MAC or the anchor, and repairing
 // any of them needs the key. What it cannot show: a rollback of the whole table and
 // its anchor to an older copy (see verify's recordedHead and SECURITY.md).
@@ -20,15 +23,15 @@ const AUDIT_CHAIN_LOCK_ID = 74_820_114;
 const GENESIS = Buffer.alloc(32);
 const LEGACY = 1;
 const KEYED = 2;
-const ENTRY_LABEL = 'vault-standalone/audit-entry/v2';
-const HEAD_LABEL = 'vault-standalone/audit-head/v1';
+const ENTRY_LABEL = 'vault-standalone/audit-entry/v3';
+const HEAD_LABEL = 'vault-standalone/audit-head/v2';
 const VERIFY_BATCH = 500;
 
 export interface AuditKey {
   /** The crypto_keys row (purpose 'audit') the MACs are made with. */
   readonly keyId: string;
-  /** HMAC-SHA-256 of the message under the audit key, computed in the crypto workers. */
-  mac(message: string): Promise<Buffer>;
+  /** HMAC-SHA-256 of each message under the audit key, computed in the crypto workers in one task. */
+  macs(messages: string[]): Promise<Buffer[]>;
 }
 
 export interface AuditEvent {
@@ -89,10 +92,12 @@ interface AnchorRow extends AuditHead {
 
 /**
  * Why a chain does not verify: `entry` an entry's hash or link (brokenAt names it);
- * `anchor-missing` / `anchor-invalid` the head anchor is gone or was edited;
- * `head-mismatch` every entry verifies but the chain does not end where the anchor
- * says (the newest entries were removed); `recorded-head-missing` the head recorded
- * out of band is not in the chain (rolled back to an older copy).
+ * `anchor-missing` the head anchor is gone; `head-mismatch` every entry verifies but the
+ * chain does not end where the anchor says (the newest entries were removed, entries
+ * were re-hashed, or the anchor's count, last id or last MAC was edited);
+ * `anchor-invalid` the chain ends where the anchor says but the anchor's MAC does not
+ * hold (its MAC or key was edited); `recorded-head-missing` the head recorded out of
+ * band is not in the chain (rolled back to an older copy).
  */
 export type AuditBreak = 'entry' | 'anchor-missing' | 'anchor-invalid' | 'head-mismatch' | 'recorded-head-missing';
 
@@ -123,9 +128,9 @@ export class AuditChainError extends Error {
   }
 }
 
-// What a MAC covers, read back from the database in canonical text forms, so the MAC
-// is over exactly what is stored: microseconds of the time, jsonb's own text of the
-// metadata, the uuid's text.
+// What an entry's MAC covers: every column, in the forms the database gives them back
+// (microseconds of the time, the uuid's lower-case text, jsonb's own text of the
+// metadata), which an append knows before it writes the row.
 interface ChainRow {
   id: number;
   prevHash: Buffer;
@@ -142,7 +147,7 @@ interface ChainRow {
   secretVersion: number | null;
   metadataText: string;
   ip: string | null;
-  // The same columns as the legacy rule read them.
+  // The same columns as the legacy rule reads them.
   at: Date;
   metadata: Record<string, unknown>;
 }
@@ -172,8 +177,14 @@ function entryMessage(r: ChainRow): string {
   ]);
 }
 
-function headMessage(h: AuditHead): string {
-  return JSON.stringify([HEAD_LABEL, h.keyId, h.entries, h.legacyEntries, h.lastId, h.lastMac.toString('hex')]);
+/**
+ * What the head's MAC covers. `last` is the newest entry: for a keyed one its message
+ * (which binds its MAC, its place and its predecessor), for a legacy one its SHA-256
+ * hash; undefined while the trail is empty.
+ */
+function headMessage(h: Omit<AuditHead, 'lastMac'>, last: ChainRow | undefined): string {
+  const link = last === undefined ? 'genesis' : last.chain === KEYED ? entryMessage(last) : `legacy:${last.hash.toString('hex')}`;
+  return JSON.stringify([HEAD_LABEL, h.keyId, h.entries, h.legacyEntries, h.lastId, link]);
 }
 
 /** The rule of entries written before the chain was keyed (chain = 1); unchanged. */
@@ -202,20 +213,49 @@ const sameBytes = (a: Buffer, b: Buffer) => a.length === b.length && timingSafeE
 // unchanged saves one MAC. Sound because only a (content, MAC) pair this process
 // computed itself is remembered.
 const knownAnchors = new WeakMap<AuditKey, string>();
-const anchorFingerprint = (a: AnchorRow) => `${headMessage(a)}|${a.mac.toString('hex')}`;
+const anchorFingerprint = (a: AnchorRow) =>
+  [a.keyId, a.entries, a.legacyEntries, a.lastId, a.lastMac.toString('hex'), a.mac.toString('hex')].join('|');
 
-async function anchorHolds(key: AuditKey, a: AnchorRow): Promise<boolean> {
+/**
+ * The messages that prove an anchor, given the newest entry it names: its own MAC and,
+ * for a keyed entry, the entry's MAC (which the anchor's lastMac must equal). `check`
+ * takes their MACs, in that order, and says whether the anchor holds.
+ */
+function anchorProof(key: AuditKey, a: AnchorRow, last: ChainRow | undefined) {
+  const messages = [headMessage(a, last)];
+  if (last?.chain === KEYED) messages.push(entryMessage(last));
+  const check = (macs: Buffer[]): boolean => {
+    if (a.keyId !== key.keyId || !sameBytes(a.mac, macs[0]!)) return false;
+    if (last === undefined) return a.lastId === 0 && a.lastMac.equals(GENESIS);
+    if (last.id !== a.lastId || !last.hash.equals(a.lastMac)) return false;
+    return last.chain !== KEYED || sameBytes(last.hash, macs[1]!);
+  };
+  return { messages, check };
+}
+
+/** The newest entry an anchor names, read for its proof (undefined for an empty trail or a missing row). */
+async function anchoredEntry(sql: Queryable, a: AnchorRow): Promise<ChainRow | undefined> {
+  if (a.lastId === 0) return undefined;
+  const [row] = await sql<ChainRow[]>`select ${chainColumns(sql)} from audit_log where id = ${a.lastId}`;
+  return row;
+}
+
+async function anchorHolds(key: AuditKey, a: AnchorRow, sql: Queryable): Promise<boolean> {
   if (a.keyId !== key.keyId) return false;
   const fingerprint = anchorFingerprint(a);
   if (knownAnchors.get(key) === fingerprint) return true;
-  if (!sameBytes(a.mac, await key.mac(headMessage(a)))) return false;
+  const last = await anchoredEntry(sql, a);
+  if (a.lastId !== 0 && last === undefined) return false;
+  const proof = anchorProof(key, a, last);
+  if (!proof.check(await key.macs(proof.messages))) return false;
   knownAnchors.set(key, fingerprint);
   return true;
 }
 
+const ANCHOR_COLUMNS = 'key_id, entries, legacy_entries, last_id, last_mac, mac';
+
 async function readAnchor(sql: Queryable): Promise<AnchorRow | undefined> {
-  const [row] = await sql<AnchorRow[]>`select key_id, entries, legacy_entries, last_id, last_mac, mac
-    from audit_chain_head where id = 1`;
+  const [row] = await sql<AnchorRow[]>`select ${sql.unsafe(ANCHOR_COLUMNS)} from audit_chain_head where id = 1`;
   return row;
 }
 
@@ -237,7 +277,7 @@ export function auditStore(sql: Queryable, key?: AuditKey) {
     /** True when the stored anchor carries a valid MAC under `k`. */
     async anchorHolds(k: AuditKey): Promise<boolean> {
       const a = await readAnchor(sql);
-      return a !== undefined && anchorHolds(k, a);
+      return a !== undefined && anchorHolds(k, a, sql);
     },
 
     /**
@@ -249,7 +289,7 @@ export function auditStore(sql: Queryable, key?: AuditKey) {
       const [counts] = await tx<{ all: number; keyed: number }[]>`select count(*)::int as all,
         (count(*) filter (where chain <> ${LEGACY}))::int as keyed from audit_log`;
       if (counts!.keyed > 0) throw new AuditChainError('keyed-entries-exist');
-      const [last] = await tx<{ id: number; hash: Buffer }[]>`select id, hash from audit_log order by id desc limit 1`;
+      const [last] = await tx<ChainRow[]>`select ${chainColumns(tx)} from audit_log order by id desc limit 1`;
       const head: AuditHead = {
         keyId: k.keyId,
         entries: counts!.all,
@@ -257,7 +297,7 @@ export function auditStore(sql: Queryable, key?: AuditKey) {
         lastId: last?.id ?? 0,
         lastMac: last?.hash ?? GENESIS,
       };
-      const mac = await k.mac(headMessage(head));
+      const mac = (await k.macs([headMessage(head, last)]))[0]!;
       await tx`insert into audit_chain_head (id, key_id, entries, legacy_entries, last_id, last_mac, mac)
         values (1, ${head.keyId}, ${head.entries}, ${head.legacyEntries}, ${head.lastId}, ${head.lastMac}, ${mac})`;
       knownAnchors.set(k, anchorFingerprint({ ...head, mac }));
@@ -266,26 +306,63 @@ export function auditStore(sql: Queryable, key?: AuditKey) {
     /** Must run inside the transaction of the change it records (fails closed). */
     async append(tx: Tx, e: AuditEvent): Promise<void> {
       const k = requireKey();
-      await tx`select pg_advisory_xact_lock(${AUDIT_CHAIN_LOCK_ID})`;
-      const anchor = await readAnchor(tx);
+      const metadata = e.metadata ?? {};
+      // jsonb's text of the metadata, as verify will read it: asked before the lock is taken.
+      const metadataText =
+        Object.keys(metadata).length === 0
+          ? '{}'
+          : (await tx<{ text: string }[]>`select ${tx.json(metadata)}::jsonb::text as text`)[0]!.text;
+      // The anchor row's lock serialises appends until the commit. Under READ COMMITTED,
+      // FOR UPDATE returns the newest committed anchor once it has the lock.
+      const [anchor] = await tx<AnchorRow[]>`select ${tx.unsafe(ANCHOR_COLUMNS)} from audit_chain_head where id = 1 for update`;
       if (!anchor) throw new AuditChainError('anchor-missing');
-      // Millisecond precision, as every entry so far.
-      const at = new Date(Date.now());
-      const [row] = await tx<ChainRow[]>`insert into audit_log (at, actor_type, actor_id, event_type, project_id,
-          environment, secret_path, secret_key, secret_version, metadata, ip, prev_hash, hash, chain)
-        values (${at}, ${e.actorType}, ${e.actorId}, ${e.eventType}, ${e.projectId ?? null}, ${e.environment ?? null},
-          ${e.secretPath ?? null}, ${e.secretKey ?? null}, ${e.secretVersion ?? null}, ${tx.json(e.metadata ?? {})},
-          ${e.ip ?? null}, ${anchor.lastMac}, ${Buffer.alloc(0)}, ${KEYED})
-        returning ${chainColumns(tx)}`;
-      // Extending an edited anchor would make the edit valid: check it first.
-      const [holds, mac] = await Promise.all([anchorHolds(k, anchor), k.mac(entryMessage(row!))]);
-      if (!holds) throw new AuditChainError('anchor-invalid');
-      await tx`update audit_log set hash = ${mac} where id = ${row!.id}`;
-      const head: AuditHead = { ...anchor, keyId: k.keyId, entries: anchor.entries + 1, lastId: row!.id, lastMac: mac };
-      const headMac = await k.mac(headMessage(head));
-      await tx`update audit_chain_head set entries = ${head.entries}, last_id = ${head.lastId}, last_mac = ${head.lastMac},
-        mac = ${headMac} where id = 1`;
-      knownAnchors.set(k, anchorFingerprint({ ...head, mac: headMac }));
+      if (anchor.keyId !== k.keyId) throw new AuditChainError('anchor-invalid');
+      // Under the lock, the next id is known: the entry is MACed before it is written.
+      const entry: ChainRow = {
+        id: anchor.lastId + 1,
+        prevHash: anchor.lastMac,
+        hash: Buffer.alloc(0),
+        chain: KEYED,
+        // Millisecond precision, as every keyed entry.
+        at: new Date(Date.now()),
+        atUs: 0,
+        actorType: e.actorType,
+        actorId: e.actorId,
+        eventType: e.eventType,
+        projectId: e.projectId?.toLowerCase() ?? null,
+        environment: e.environment ?? null,
+        secretPath: e.secretPath ?? null,
+        secretKey: e.secretKey ?? null,
+        secretVersion: e.secretVersion ?? null,
+        metadataText,
+        metadata,
+        ip: e.ip ?? null,
+      };
+      entry.atUs = entry.at.getTime() * 1000;
+      const head: AuditHead = { keyId: k.keyId, entries: anchor.entries + 1, legacyEntries: anchor.legacyEntries, lastId: entry.id, lastMac: GENESIS };
+      const messages = [entryMessage(entry), headMessage(head, entry)];
+      // Extending an edited anchor would make the edit valid: prove it first, unless it is
+      // the one this process wrote last (then the proof goes into the same task).
+      const known = knownAnchors.get(k) === anchorFingerprint(anchor);
+      let proof: ReturnType<typeof anchorProof> | undefined;
+      if (!known) {
+        const last = await anchoredEntry(tx, anchor);
+        if (anchor.lastId !== 0 && last === undefined) throw new AuditChainError('anchor-invalid');
+        proof = anchorProof(k, anchor, last);
+        messages.push(...proof.messages);
+      }
+      const macs = await k.macs(messages);
+      if (proof && !proof.check(macs.slice(2))) throw new AuditChainError('anchor-invalid');
+      const [mac, headMac] = [macs[0]!, macs[1]!];
+      await tx`with entry as (
+          insert into audit_log (id, at, actor_type, actor_id, event_type, project_id, environment, secret_path,
+            secret_key, secret_version, metadata, ip, prev_hash, hash, chain)
+          values (${entry.id}, ${entry.at}, ${entry.actorType}, ${entry.actorId}, ${entry.eventType}, ${entry.projectId}, ${entry.environment},
+            ${entry.secretPath}, ${entry.secretKey}, ${entry.secretVersion}, ${entry.metadataText}::text::jsonb,
+            ${entry.ip}, ${entry.prevHash}, ${mac}, ${KEYED}))
+        update audit_chain_head set entries = ${head.entries}, last_id = ${head.lastId}, last_mac = ${mac}, mac = ${headMac}
+        where id = 1`;
+      knownAnchors.set(k, anchorFingerprint({ ...head, lastMac: mac, mac: headMac }));
     },
 
     /** Newest first; every filter optional. */
@@ -343,11 +420,13 @@ async function verifyChain(
   let keyedSeen = false;
   let recordedFound = false;
   let brokenAt: number | undefined;
+  let last: ChainRow | undefined;
   // Pulled batch by batch: postgres.js does not await a cursor callback's last, partial batch.
   for await (const rows of sql<ChainRow[]>`select ${chainColumns(sql)} from audit_log order by id`.cursor(VERIFY_BATCH)) {
     // Each MAC depends on stored values only: a batch goes to the workers at once.
-    const macs =
-      brokenAt === undefined ? await Promise.all(rows.map((r) => (r.chain === KEYED ? key.mac(entryMessage(r)) : null))) : [];
+    const keyed = brokenAt === undefined ? rows.filter((r) => r.chain === KEYED) : [];
+    const macOf = new Map<ChainRow, Buffer>();
+    if (keyed.length) (await key.macs(keyed.map(entryMessage))).forEach((m, i) => macOf.set(keyed[i]!, m));
     rows.forEach((r, i) => {
       entries++;
       if (brokenAt !== undefined) return;
@@ -358,7 +437,7 @@ async function verifyChain(
         legacy++;
       } else if (r.chain === KEYED) {
         keyedSeen = true;
-        holds = sameBytes(r.hash, macs[i]!);
+        holds = sameBytes(r.hash, macOf.get(r)!);
       } else {
         holds = false;
       }
@@ -369,15 +448,22 @@ async function verifyChain(
       if (recorded && r.id === recorded.lastId) recordedFound = r.hash.toString('hex').startsWith(recorded.macPrefix);
       prev = r.hash;
       lastId = r.id;
+      last = r;
     });
   }
   const broken = (at: number | null, reason: AuditBreak) => ({ ok: false as const, entries, brokenAt: at, reason });
   if (brokenAt !== undefined) return broken(brokenAt, 'entry');
   if (!anchor) return broken(null, 'anchor-missing');
-  if (!(await anchorHolds(key, anchor))) return broken(null, 'anchor-invalid');
+  // The anchor's MAC, over the newest entry found.
+  const [anchorMac] = await key.macs([headMessage(anchor, last)]);
+  const anchorMacHolds = anchor.keyId === key.keyId && sameBytes(anchor.mac, anchorMac!);
+  // The anchor names another end than the chain has (a removed tail, entries added or
+  // re-hashed, or an edited anchor: its MAC covers the entry it names, which may be gone).
   if (anchor.entries !== entries || anchor.legacyEntries !== legacy || anchor.lastId !== lastId || !anchor.lastMac.equals(prev)) {
     return { ...broken(null, 'head-mismatch'), anchored: { entries: anchor.entries, lastId: anchor.lastId }, found: { entries, lastId } };
   }
+  // Same end, but the MAC does not hold: the anchor itself (its MAC or key) was edited.
+  if (!anchorMacHolds) return broken(null, 'anchor-invalid');
   if (recorded && !recordedFound) return broken(null, 'recorded-head-missing');
   return {
     ok: true,

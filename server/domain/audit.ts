@@ -24,9 +24,9 @@ const ANCHOR_INVALID =
   'Refusing to start (nothing could be audited). Run audit-verify, and restore the database from a backup ' +
   'whose audit head matches the one recorded out of band.';
 
-const auditKeyOf = (crypto: Pick<Crypto, 'mac'>, keyId: string, wrapped: Buffer): AuditKey => ({
+const auditKeyOf = (crypto: Pick<Crypto, 'macMany'>, keyId: string, wrapped: Buffer): AuditKey => ({
   keyId,
-  mac: (message) => crypto.mac(wrapped, dataKeyAad(keyId), message),
+  macs: (messages) => crypto.macMany(wrapped, dataKeyAad(keyId), messages),
 });
 
 /**
@@ -56,7 +56,7 @@ export async function openAuditKey(store: Store, crypto: Crypto): Promise<AuditK
 }
 
 /** Read-only (audit-verify, rotate-key): the audit key, proven to unwrap under this crypto's root key. */
-export async function loadAuditKey(store: Pick<Store, 'keys' | 'audit'>, crypto: Pick<Crypto, 'mac'>): Promise<AuditKey> {
+export async function loadAuditKey(store: Pick<Store, 'keys' | 'audit'>, crypto: Pick<Crypto, 'macMany'>): Promise<AuditKey> {
   // By purpose, not by the anchor's key_id: an edited key_id is then a failed anchor MAC.
   const row = await store.keys.audit();
   if (!row) {
@@ -68,7 +68,7 @@ export async function loadAuditKey(store: Pick<Store, 'keys' | 'audit'>, crypto:
   }
   const key = auditKeyOf(crypto, row.id, row.wrapped);
   try {
-    await key.mac('vault-standalone/audit-key-check');
+    await key.macs(['vault-standalone/audit-key-check']);
   } catch (err) {
     if ((err as { code?: string }).code === 'UNWRAP_FAILED') throw new WrongEncryptionKeyError();
     throw err;

@@ -1,6 +1,7 @@
 // The keyed hash of machine client secrets.
 import t from 'tap';
-import { cryptoFor } from './fixtures.js';
+import { Piscina } from 'piscina';
+import { codeOf, cryptoFor } from './fixtures.js';
 
 t.test('mac is deterministic per data key and differs across keys and messages', async (t) => {
   const c = await cryptoFor(t);
@@ -19,4 +20,27 @@ t.test('mac survives a restart (same key, new pool)', async (t) => {
   const m = await a.mac(k, 'system', 'x');
   const b = await cryptoFor(t);
   t.same(await b.mac(k, 'system', 'x'), m);
+});
+
+t.test('macMany: the same MACs as one by one, in a single worker task', async (t) => {
+  const c = await cryptoFor(t);
+  const k = await c.generateDataKey('system');
+  const messages = ['a', 'b', '', 'a'];
+  const one = await Promise.all(messages.map((m) => c.mac(k, 'system', m)));
+  const run = Piscina.prototype.run;
+  let tasks = 0;
+  Piscina.prototype.run = function (this: Piscina, ...args: Parameters<Piscina['run']>) {
+    tasks++;
+    return run.apply(this, args);
+  };
+  let many: Buffer[];
+  try {
+    many = await c.macMany(k, 'system', messages);
+  } finally {
+    Piscina.prototype.run = run;
+  }
+  t.equal(tasks, 1, 'one task');
+  t.same(many, one);
+  t.same(await c.macMany(k, 'system', []), [], 'nothing to MAC: nothing');
+  t.equal(await codeOf(t, c.macMany(k, 'system', ['a', 1 as unknown as string])), 'BAD_TASK', 'only strings');
 });
