@@ -3,7 +3,7 @@
 // Members tab.
 import { createMemo, createResource, createSignal, For, Show } from 'solid-js';
 import { api, errorText, personName, type Person } from '../api';
-import { Badge, Button, CopyButton, Dialog, Empty, ErrorText, Field, formatDate, Icon, Loading, Pager, useId } from '../components';
+import { Badge, Button, CopyButton, Dialog, Empty, ErrorText, Field, formatDate, Icon, Loading, Pager, SearchBox, useId } from '../components';
 
 const PAGE = 20;
 
@@ -12,7 +12,6 @@ export function PeoplePage() {
   const [page, setPage] = createSignal(0);
   const [filter, setFilter] = createSignal('');
   const [creating, setCreating] = createSignal(false);
-  const searchId = useId('psearch');
   const filtered = createMemo(() => {
     const f = filter().trim().toLowerCase();
     const list = [...(people() ?? [])].sort((a, b) => Number(b.superAdmin) - Number(a.superAdmin) || personName(a).localeCompare(personName(b)));
@@ -35,22 +34,15 @@ export function PeoplePage() {
         <Show when={people()}>
           <Show when={people()!.length > PAGE}>
             <div class="toolbar">
-              <div class="search">
-                <label for={searchId} class="sr-only">
-                  Filter people
-                </label>
-                <Icon name="search" />
-                <input
-                  id={searchId}
-                  type="search"
-                  placeholder="Filter by name or email"
-                  value={filter()}
-                  onInput={(e) => {
-                    setFilter(e.currentTarget.value);
-                    setPage(0);
-                  }}
-                />
-              </div>
+              <SearchBox
+                label="Filter people"
+                placeholder="Filter by name or email"
+                value={filter()}
+                onInput={(v) => {
+                  setFilter(v);
+                  setPage(0);
+                }}
+              />
             </div>
           </Show>
           <Show when={filtered().length > 0} fallback={<Empty title="Nobody matches">Try another name or email.</Empty>}>

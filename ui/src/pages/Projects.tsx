@@ -1,7 +1,7 @@
 // Projects: list (paged), create with the slug shown before saving.
 import { createMemo, createResource, createSignal, For, Show } from 'solid-js';
 import { api, errorText, slugify, type Project } from '../api';
-import { Badge, Button, Dialog, Empty, ErrorText, Field, formatDate, Icon, Link, Loading, Pager, useId } from '../components';
+import { Badge, Button, Dialog, Empty, ErrorText, Field, formatDate, Icon, Link, Loading, Pager, SearchBox, useId } from '../components';
 import { navigate } from '../router';
 
 const PAGE = 12;
@@ -17,7 +17,6 @@ export function ProjectsPage() {
     return f ? list.filter((p) => p.name.toLowerCase().includes(f) || p.slug.includes(f)) : list;
   });
   const visible = () => filtered().slice(page() * PAGE, page() * PAGE + PAGE);
-  const searchId = useId('search');
 
   return (
     <section class="page">
@@ -42,22 +41,15 @@ export function ProjectsPage() {
           }
         >
           <div class="toolbar">
-            <div class="search">
-              <label for={searchId} class="sr-only">
-                Filter projects
-              </label>
-              <Icon name="search" />
-              <input
-                id={searchId}
-                type="search"
-                placeholder="Filter projects"
-                value={filter()}
-                onInput={(e) => {
-                  setFilter(e.currentTarget.value);
-                  setPage(0);
-                }}
-              />
-            </div>
+            <SearchBox
+              label="Filter projects"
+              placeholder="Filter projects"
+              value={filter()}
+              onInput={(v) => {
+                setFilter(v);
+                setPage(0);
+              }}
+            />
           </div>
           <ul class="cards" aria-label="Projects">
             <For each={visible()}>

@@ -3,7 +3,7 @@
 // restore, search by key, export.
 import { batch, createEffect, createMemo, createResource, createSignal, For, on, Show } from 'solid-js';
 import { api, confirmationFlags, errorText, nextConfirmation, withQuery, type Confirmation, type Folder, type Project, type Secret, type SecretVersion } from '../api';
-import { ASK_AGAIN, Badge, Button, Confirm, CopyButton, DELETE_LABEL, Dialog, Empty, ErrorText, Field, formatDate, Icon, Link, Loading, Pager, useId } from '../components';
+import { ASK_AGAIN, Badge, Button, Confirm, CopyButton, DELETE_LABEL, Dialog, Empty, ErrorText, Field, formatDate, Icon, Link, Loading, Pager, SearchBox, useId } from '../components';
 import { location, navigate, rememberSecretsSearch } from '../router';
 
 const PAGE = 50;
@@ -121,7 +121,6 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
     setRevealed({});
     void refetch();
   };
-  const searchId = useId('ssearch');
   const crumbs = () => {
     const parts = path().split('/').filter(Boolean);
     return parts.map((name, i) => ({ name, path: `/${parts.slice(0, i + 1).join('/')}` }));
@@ -189,22 +188,15 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
         </div>
 
         <div class="toolbar">
-          <div class="search">
-            <label for={searchId} class="sr-only">
-              Search secrets by key
-            </label>
-            <Icon name="search" />
-            <input
-              id={searchId}
-              type="search"
-              placeholder="Search by key"
-              value={search()}
-              onInput={(e) => {
-                setSearch(e.currentTarget.value);
-                setPage(0);
-              }}
-            />
-          </div>
+          <SearchBox
+            label="Search secrets by key"
+            placeholder="Search by key"
+            value={search()}
+            onInput={(v) => {
+              setSearch(v);
+              setPage(0);
+            }}
+          />
           <span class="muted-text small" aria-live="polite">
             <Show when={(secrets()?.length ?? 0) > 0}>
               {filtered().length} of {secrets()!.length} secrets
