@@ -7,12 +7,8 @@ import t from 'tap';
 import type { Browser, Page } from 'playwright-core';
 import { SYSTEM } from '../../server/domain/access.js';
 import { request } from '../helpers/http.js';
-import { login, seedHomelab, startTestService, testEnv, type Seeded, type TestService } from '../helpers/service.js';
-import { ADMIN, browser, loginThroughUi, missingPrerequisite, newPage, shot, signupOverApi } from './helpers.js';
-
-const missing = missingPrerequisite();
-// Skipped (with the reason) on a developer machine without Chromium; CI installs it.
-const skip = missing && process.env.CI !== 'true' ? `browser tests: ${missing}` : false;
+import { login, type Seeded, type TestService } from '../helpers/service.js';
+import { browser, browserTest, homelabService, loginThroughUi, newPage, shot, shownCredentials } from './helpers.js';
 
 interface Shared {
   svc: TestService;
@@ -25,9 +21,7 @@ interface Shared {
 let shared: Promise<Shared> | undefined;
 function ready(): Promise<Shared> {
   shared ??= (async () => {
-    const svc = await startTestService(t, await testEnv(t, 'embedded'));
-    await signupOverApi(svc.url);
-    const seeded = await seedHomelab(svc.services);
+    const { svc, seeded } = await homelabService(t);
     return { svc, seeded, browser: await browser(t) };
   })();
   return shared;
@@ -48,8 +42,7 @@ async function pageApi<T = any>(page: Page, path: string): Promise<{ status: num
   }, path) as Promise<{ status: number; body: T }>;
 }
 
-t.test('People: create a person, add them to homelab as viewer, make them member, remove them', { skip }, async (t) => {
-  if (missing) return t.fail(missing);
+browserTest(t, 'People: create a person, add them to homelab as viewer, make them member, remove them', async (t) => {
   const s = await ready();
   const page = await loggedIn(t, s);
   const person = { firstName: 'Grace', lastName: 'Hopper', email: 'grace@example.test' };
@@ -176,8 +169,7 @@ t.test('People: create a person, add them to homelab as viewer, make them member
   t.pass('/people is not a page for a person');
 });
 
-t.test('folders: create under prod /, move with breadcrumbs, add a secret there, back to the root', { skip }, async (t) => {
-  if (missing) return t.fail(missing);
+browserTest(t, 'folders: create under prod /, move with breadcrumbs, add a secret there, back to the root', async (t) => {
   const s = await ready();
   const page = await loggedIn(t, s);
   const base = `${s.svc.url}/projects/${s.seeded.projectId}/secrets`;
@@ -250,8 +242,7 @@ t.test('folders: create under prod /, move with breadcrumbs, add a secret there,
   );
 });
 
-t.test('deleting a secret asks first; Cancel keeps it, confirming deletes it', { skip }, async (t) => {
-  if (missing) return t.fail(missing);
+browserTest(t, 'deleting a secret asks first; Cancel keeps it, confirming deletes it', async (t) => {
   const s = await ready();
   const page = await loggedIn(t, s);
   await page.goto(`${s.svc.url}/projects/${s.seeded.projectId}/secrets?env=prod`);
@@ -279,15 +270,14 @@ t.test('deleting a secret asks first; Cancel keeps it, confirming deletes it', {
   t.equal(read.status, 404, 'the machine API no longer has it');
 });
 
-t.test('machine identity: new credentials shown once, the old client secret revoked', { skip }, async (t) => {
-  if (missing) return t.fail(missing);
+browserTest(t, 'machine identity: new credentials shown once, the old client secret revoked', async (t) => {
   const s = await ready();
   // its own identity (the other tests keep homelab-eso's credentials), reader of homelab
   const ids = s.svc.services.identities;
   const identity = await ids.create(SYSTEM, { name: 'backup-job' });
   const ua = await ids.attachUniversalAuth(SYSTEM, identity.id);
   const { clientSecret: oldSecret } = await ids.createClientSecret(SYSTEM, identity.id);
-  await ids.setProjectRole(SYSTEM, { project: { id: s.seeded.projectId }, identityId: identity.id, role: 'viewer' });
+  await s.svc.services.memberships.upsertIdentity(SYSTEM, { project: { id: s.seeded.projectId }, identityId: identity.id, role: 'viewer' });
   const readProd = (token: string) => request(`${s.svc.url}/api/v3/secrets/raw?environment=prod&secretPath=%2F&workspaceSlug=homelab`, { token });
   const oldToken = await login(s.svc.url, { clientId: ua.clientId, clientSecret: oldSecret });
   t.equal((await readProd(oldToken)).status, 200, 'a token from the old secret reads before the revocation');
@@ -303,13 +293,10 @@ t.test('machine identity: new credentials shown once, the old client secret revo
   const generateForm = page.getByRole('form', { name: 'Generate new credentials' });
   await generateForm.getByLabel('Description (optional)').fill('rotated by the test');
   await generateForm.getByRole('button', { name: 'Generate new credentials' }).click();
-  const creds = page.getByRole('dialog', { name: 'Credentials for backup-job' });
-  await creds.waitFor();
-  await creds.getByText('it will not be shown again').waitFor();
-  const newSecret = (await creds.getByTestId('client-secret').textContent())!.trim();
+  const { dialog: creds, clientId, clientSecret: newSecret } = await shownCredentials(page, 'backup-job');
   t.match(newSecret, /^[0-9a-f]{64}$/, 'a new client secret is shown');
   t.not(newSecret, oldSecret, 'it is a new one');
-  t.equal((await creds.getByTestId('client-id').textContent())?.trim(), ua.clientId, 'with the same client id');
+  t.equal(clientId, ua.clientId, 'with the same client id');
   await shot(page, '27-new-credentials');
   await creds.getByRole('button', { name: 'I have stored the secret' }).click();
   await creds.waitFor({ state: 'hidden' });
@@ -337,14 +324,13 @@ t.test('machine identity: new credentials shown once, the old client secret revo
   t.equal((await readProd(newToken)).status, 200, 'the new secret logs in and reads');
 });
 
-t.test('audit trail: filter by environment, path and actor; page through a long list', { skip }, async (t) => {
-  if (missing) return t.fail(missing);
+browserTest(t, 'audit trail: filter by environment, path and actor; page through a long list', async (t) => {
   const s = await ready();
   // In dev: 27 + 3 secrets written by homelab-eso over the API (3 of them in /audit), the
   // folder /audit and one secret by the service itself: 32 entries, more than a page (25).
   const token = await login(s.svc.url, s.seeded);
   const project = { id: s.seeded.projectId };
-  await s.svc.services.projects.createFolder(SYSTEM, { project, environment: 'dev', parentPath: '/', name: 'audit' });
+  await s.svc.services.folders.create(SYSTEM, { project, environment: 'dev', parentPath: '/', name: 'audit' });
   for (let i = 1; i <= 30; i++) {
     const key = i <= 27 ? `DEV_KEY_${String(i).padStart(2, '0')}` : `AUDIT_KEY_${i - 27}`;
     const r = await request(`${s.svc.url}/api/v3/secrets/raw/${key}`, {

@@ -3,17 +3,11 @@
 // name must be typed, and a project that holds secrets needs a second confirmation.
 import t from 'tap';
 import { SYSTEM } from '../../server/domain/access.js';
-import { seedHomelab, startTestService, testEnv } from '../helpers/service.js';
-import { loginThroughUi, missingPrerequisite, newPage, shot, signupOverApi } from './helpers.js';
+import { browserTest, homelabService, loginThroughUi, newPage, shot } from './helpers.js';
 
-const missing = missingPrerequisite();
-const skip = missing && process.env.CI !== 'true' ? `browser tests: ${missing}` : false;
-
-t.test('settings: rename, re-slug, environments, delete with confirmation', { skip }, async (t) => {
-  if (missing) return t.fail(missing);
-  const svc = await startTestService(t, await testEnv(t, 'embedded'));
-  await signupOverApi(svc.url);
-  const { projectId } = await seedHomelab(svc.services);
+browserTest(t, 'settings: rename, re-slug, environments, delete with confirmation', async (t) => {
+  const { svc, seeded } = await homelabService(t);
+  const { projectId } = seeded;
   await svc.services.projects.create(SYSTEM, { name: 'taken', slug: 'taken' });
   const { page } = await newPage(t);
   await loginThroughUi(page, svc.url);

@@ -3,17 +3,11 @@
 // sends the override; deleting a project that holds one asks three times.
 import t from 'tap';
 import { SYSTEM } from '../../server/domain/access.js';
-import { INVENTORY, login, seedHomelab, startTestService, testEnv } from '../helpers/service.js';
-import { loginThroughUi, missingPrerequisite, newPage, shot, signupOverApi } from './helpers.js';
+import { INVENTORY, login } from '../helpers/service.js';
+import { browserTest, homelabService, loginThroughUi, newPage, shot, waitForValue } from './helpers.js';
 
-const missing = missingPrerequisite();
-const skip = missing && process.env.CI !== 'true' ? `browser tests: ${missing}` : false;
-
-t.test('protected keys: edit and delete need a second confirmation; a project delete a third', { skip }, async (t) => {
-  if (missing) return t.fail(missing);
-  const svc = await startTestService(t, await testEnv(t, 'embedded'));
-  await signupOverApi(svc.url);
-  const seeded = await seedHomelab(svc.services);
+browserTest(t, 'protected keys: edit and delete need a second confirmation; a project delete a third', async (t) => {
+  const { svc, seeded } = await homelabService(t);
   const { projectId } = seeded;
   const where = { project: { id: projectId }, environment: 'prod', secretPath: '/' };
   for (const key of ['IDP_SECRET_KEY', 'GATEWAY_TOKEN']) t.ok(await svc.services.secrets.protect(SYSTEM, { ...where, key }), `${key} marked`);
@@ -36,7 +30,7 @@ t.test('protected keys: edit and delete need a second confirmation; a project de
   // -- edit: refused with the reason, then "Save anyway" sends the override ---------------
   await page.getByRole('button', { name: 'Edit IDP_SECRET_KEY' }).click();
   const edit = page.getByRole('dialog', { name: 'Edit IDP_SECRET_KEY' });
-  await page.waitForFunction(`document.querySelector('dialog[open] textarea')?.value === '${INVENTORY.IDP_SECRET_KEY}'`);
+  await waitForValue(page, 'dialog[open] textarea', INVENTORY.IDP_SECRET_KEY!);
   await edit.getByLabel('Value').fill('f'.repeat(64));
   await edit.getByRole('button', { name: 'Save changes' }).click();
   await edit.getByRole('alert').filter({ hasText: 'marked as never changing' }).waitFor();

@@ -2,17 +2,12 @@
 // the registration), a wrong password says "Invalid login", a reload keeps the session,
 // a revealed value is hidden again after navigation; dark-mode screenshots.
 import t from 'tap';
-import { INVENTORY, seedHomelab, startTestService, testEnv } from '../helpers/service.js';
-import { ADMIN, loginThroughUi, missingPrerequisite, newPage, shot, signupOverApi } from './helpers.js';
+import { INVENTORY } from '../helpers/service.js';
+import { ADMIN, browserTest, homelabService, loginThroughUi, newPage, shot, waitForValue } from './helpers.js';
 
-const missing = missingPrerequisite();
-const skip = missing && process.env.CI !== 'true' ? `browser tests: ${missing}` : false;
-
-t.test('login, wrong password, reload, reveal then navigate', { skip }, async (t) => {
-  if (missing) return t.fail(missing);
-  const svc = await startTestService(t, await testEnv(t, 'embedded'));
-  await signupOverApi(svc.url);
-  const { projectId } = await seedHomelab(svc.services);
+browserTest(t, 'login, wrong password, reload, reveal then navigate', async (t) => {
+  const { svc, seeded } = await homelabService(t);
+  const { projectId } = seeded;
   const { page } = await newPage(t);
 
   // second visit: login, not registration (also for a deep link)
@@ -43,7 +38,7 @@ t.test('login, wrong password, reload, reveal then navigate', { skip }, async (t
   await page.getByRole('button', { name: 'Edit ROUTER_API_KEY' }).click();
   const edit = page.getByRole('dialog', { name: 'Edit ROUTER_API_KEY' });
   await edit.getByLabel('Value').waitFor();
-  await page.waitForFunction("document.querySelector('dialog[open] textarea')?.value === 'router-key-1234'");
+  await waitForValue(page, 'dialog[open] textarea', 'router-key-1234');
   await edit.getByLabel('Value').fill('router-key-9999');
   await edit.getByRole('button', { name: 'Save changes' }).click();
   await edit.waitFor({ state: 'hidden' });
@@ -100,11 +95,9 @@ t.test('login, wrong password, reload, reveal then navigate', { skip }, async (t
   t.equal(me, 401, 'logged out');
 });
 
-t.test('dark mode (prefers-color-scheme) screenshots', { skip }, async (t) => {
-  if (missing) return t.fail(missing);
-  const svc = await startTestService(t, await testEnv(t, 'embedded'));
-  await signupOverApi(svc.url);
-  const { projectId } = await seedHomelab(svc.services);
+browserTest(t, 'dark mode (prefers-color-scheme) screenshots', async (t) => {
+  const { svc, seeded } = await homelabService(t);
+  const { projectId } = seeded;
   const { page } = await newPage(t, { colorScheme: 'dark' });
   await loginThroughUi(page, svc.url);
   await page.getByRole('heading', { name: 'Projects' }).waitFor();

@@ -4,14 +4,9 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { INVENTORY, login, startTestService, testEnv } from '../helpers/service.js';
-import { ADMIN, missingPrerequisite, newPage, shot } from './helpers.js';
+import { ADMIN, browserTest, newPage, shot, shownCredentials, waitForCount } from './helpers.js';
 
-const missing = missingPrerequisite();
-// Skipped (with the reason) on a developer machine without Chromium; CI installs it.
-const skip = missing && process.env.CI !== 'true' ? `browser tests: ${missing}` : false;
-
-t.test('first-time set-up through the UI, then the machine API with the credentials shown once', { skip }, async (t) => {
-    if (missing) return t.fail(missing);
+browserTest(t, 'first-time set-up through the UI, then the machine API with the credentials shown once', async (t) => {
     const svc = await startTestService(t, await testEnv(t, 'embedded'));
     const { context, page } = await newPage(t);
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: svc.url });
@@ -88,11 +83,7 @@ t.test('first-time set-up through the UI, then the machine API with the credenti
     const idDialog = page.getByRole('dialog', { name: 'New machine identity' });
     await idDialog.getByLabel('Name').fill('homelab-eso');
     await idDialog.getByRole('button', { name: 'Create with Universal Auth' }).click();
-    const creds = page.getByRole('dialog', { name: 'Credentials for homelab-eso' });
-    await creds.waitFor();
-    await creds.getByText('it will not be shown again').waitFor();
-    const clientId = (await creds.getByTestId('client-id').textContent())!.trim();
-    const clientSecret = (await creds.getByTestId('client-secret').textContent())!.trim();
+    const { dialog: creds, clientId, clientSecret } = await shownCredentials(page, 'homelab-eso');
     t.match(clientId, /^[0-9a-f-]{36}$/, 'client id shown');
     t.match(clientSecret, /^[0-9a-f]{64}$/, 'client secret shown');
     await creds.getByRole('button', { name: 'Copy client secret' }).click();
@@ -141,7 +132,7 @@ t.test('first-time set-up through the UI, then the machine API with the credenti
     await audit.waitFor();
     t.match(await audit.locator('tbody tr').first().textContent(), /export-secrets/, 'newest first');
     await page.getByLabel('Event').selectOption('create-secret');
-    await page.waitForFunction("document.querySelectorAll('table tbody tr').length === 14");
+    await waitForCount(page, 'table tbody tr', 14);
     t.pass('filter by event');
     await page.getByLabel('Event').selectOption('');
     await shot(page, '09-audit');

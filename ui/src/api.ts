@@ -73,13 +73,7 @@ export async function api<T = unknown>(method: 'GET' | 'POST' | 'PATCH' | 'DELET
   } catch {
     throw new ApiError(0, 'NetworkError', 'Cannot reach the service. Check your connection and try again.');
   }
-  const text = await res.text();
-  let data: unknown;
-  try {
-    data = text === '' ? undefined : JSON.parse(text);
-  } catch {
-    data = undefined;
-  }
+  const data = parseBody(await res.text());
   if (!res.ok) {
     const body = (data ?? {}) as { message?: unknown; error?: unknown; details?: unknown };
     const message = typeof body.message === 'string' && body.message !== '' ? body.message : `Request failed (${res.status})`;
@@ -89,10 +83,37 @@ export async function api<T = unknown>(method: 'GET' | 'POST' | 'PATCH' | 'DELET
   return data as T;
 }
 
+/** A response body as JSON; undefined when it is empty or not JSON (a proxy's error page, say). */
+function parseBody(text: string): unknown {
+  if (text === '') return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 export function errorText(err: unknown): string {
   if (err instanceof ApiError) return err.message;
   if (err instanceof Error) return err.message;
   return 'Something went wrong';
+}
+
+// ---- reads more than one screen makes ----------------------------------------------------
+
+/** Every machine identity (superadmin only). */
+export function listIdentities(): Promise<Identity[]> {
+  return api<{ identities: { identity: Identity }[] }>('GET', '/api/v1/identities').then((r) => r.identities.map((x) => x.identity));
+}
+
+/** Everyone who can log in (superadmin only). */
+export function listPeople(): Promise<Person[]> {
+  return api<{ users: Person[] }>('GET', '/api/v1/users').then((r) => r.users);
+}
+
+/** One secret with its value, where `scope` says. */
+export function readSecret(scope: { projectId: string; environment: string; secretPath: string }, key: string): Promise<Secret> {
+  return api<{ secret: Secret }>('GET', `/api/v4/secrets/${encodeURIComponent(key)}`, { query: scope }).then((r) => r.secret);
 }
 
 // ---- shapes used by the screens ---------------------------------------------------------

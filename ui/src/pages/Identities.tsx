@@ -1,11 +1,9 @@
 // Machine identities (superadmin): list, create with Universal Auth, the credentials
 // shown once, new credentials, revoke, delete.
-import { createMemo, createResource, createSignal, For, Show } from 'solid-js';
-import { api, ApiError, errorText, type ClientSecretData, type Identity, type UniversalAuth } from '../api';
-import { Badge, Button, Confirm, CopyButton, Dialog, Empty, ErrorText, Field, formatDate, Icon, Link, Loading, Pager, useId } from '../components';
+import { createResource, createSignal, For, Show } from 'solid-js';
+import { api, ApiError, errorText, listIdentities, type ClientSecretData, type Identity, type UniversalAuth } from '../api';
+import { Badge, Button, Confirm, createAction, createListView, Credential, Dialog, DialogForm, Empty, ErrorText, formatDate, Icon, Link, ListTable, Loaded, PageHead, ShownOnce, submitWith, Table, TextField, useDialog, valueOf } from '../components';
 import { navigate } from '../router';
-
-const PAGE = 20;
 
 interface Credentials {
   identityName: string;
@@ -17,133 +15,71 @@ interface Credentials {
 function CredentialsDialog(props: { credentials: Credentials | undefined; onClose: () => void }) {
   return (
     <Dialog open={props.credentials !== undefined} title={`Credentials for ${props.credentials?.identityName ?? ''}`} onClose={props.onClose} wide>
-      <div class="stack">
-        <div class="callout callout-warn" role="alert">
-          <Icon name="alert" />
-          <div>
-            <strong>Copy the client secret now: it will not be shown again.</strong>
-            <p>Only a hash is stored. If it is lost, generate new credentials and revoke this one.</p>
-          </div>
-        </div>
-        <div class="cred">
-          <span class="cred-label" id="cred-client-id-label">
-            Client ID
-          </span>
-          <div class="cred-value">
-            <code data-testid="client-id" aria-labelledby="cred-client-id-label">
-              {props.credentials?.clientId}
-            </code>
-            <CopyButton label="Copy client ID" showText text={() => props.credentials?.clientId ?? ''} />
-          </div>
-        </div>
-        <div class="cred">
-          <span class="cred-label" id="cred-client-secret-label">
-            Client secret
-          </span>
-          <div class="cred-value">
-            <code data-testid="client-secret" aria-labelledby="cred-client-secret-label">
-              {props.credentials?.clientSecret}
-            </code>
-            <CopyButton label="Copy client secret" showText text={() => props.credentials?.clientSecret ?? ''} />
-          </div>
-        </div>
+      <ShownOnce
+        warning="Copy the client secret now: it will not be shown again."
+        why="Only a hash is stored. If it is lost, generate new credentials and revoke this one."
+        doneLabel="I have stored the secret"
+        onDone={props.onClose}
+      >
+        <Credential label="Client ID" value={props.credentials?.clientId ?? ''} testId="client-id" />
+        <Credential label="Client secret" value={props.credentials?.clientSecret ?? ''} testId="client-secret" />
         <p class="muted-text small">
           Machines log in with <span class="mono">POST /api/v1/auth/universal-auth/login</span> and these two values.
         </p>
-        <div class="actions">
-          <Button variant="primary" onClick={props.onClose}>
-            I have stored the secret
-          </Button>
-        </div>
-      </div>
+      </ShownOnce>
     </Dialog>
   );
 }
 
 export function IdentitiesPage() {
-  const [identities, { refetch }] = createResource(() =>
-    api<{ identities: { identity: Identity }[] }>('GET', '/api/v1/identities').then((r) => r.identities.map((x) => x.identity)),
-  );
-  const [page, setPage] = createSignal(0);
+  const [identities, { refetch }] = createResource(listIdentities);
+  const list = createListView({ items: () => valueOf(identities), pageSize: 20, order: (a, b) => a.name.localeCompare(b.name) });
   const [creating, setCreating] = createSignal(false);
   const [credentials, setCredentials] = createSignal<Credentials>();
-  const sorted = createMemo(() => [...(identities() ?? [])].sort((a, b) => a.name.localeCompare(b.name)));
 
   return (
     <section class="page">
-      <div class="page-head">
-        <div>
-          <h1>Machine identities</h1>
-          <p class="muted-text">Operators, CI jobs and services log in as an identity with Universal Auth credentials.</p>
-        </div>
-        <Button variant="primary" onClick={() => setCreating(true)}>
-          <Icon name="plus" /> New identity
-        </Button>
-      </div>
-      <Show when={!identities.loading || identities()} fallback={<Loading />}>
-        <ErrorText message={identities.error ? errorText(identities.error) : undefined} />
-        <Show when={sorted().length > 0} fallback={<Show when={!identities.error}><Empty title="No machine identities yet">Create one for each machine that reads secrets.</Empty></Show>}>
-          <div class="panel flush">
-            <table class="table">
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Authentication</th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                <For each={sorted().slice(page() * PAGE, page() * PAGE + PAGE)}>
-                  {(i) => (
-                    <tr>
-                      <td>
-                        <Link href={`/identities/${i.id}`} class="cell-title">
-                          {i.name}
-                        </Link>
-                      </td>
-                      <td>
-                        <Show when={i.authMethods.length > 0} fallback={<Badge tone="warn">none</Badge>}>
-                          <For each={i.authMethods}>{(m) => <Badge tone="accent">{m}</Badge>}</For>
-                        </Show>
-                      </td>
-                      <td class="small muted-text">{formatDate(i.createdAt)}</td>
-                    </tr>
-                  )}
-                </For>
-              </tbody>
-            </table>
-          </div>
-          <Pager page={page()} pageSize={PAGE} total={sorted().length} onPage={setPage} label="Identities pages" />
-        </Show>
-      </Show>
-      <CreateIdentityDialog
-        open={creating()}
-        onClose={() => setCreating(false)}
-        onCreated={(c) => {
-          setCreating(false);
-          void refetch();
-          setCredentials(c);
-        }}
-      />
+      <PageHead title="Machine identities" newLabel="New identity" onNew={() => setCreating(true)}>
+        <p class="muted-text">Operators, CI jobs and services log in as an identity with Universal Auth credentials.</p>
+      </PageHead>
+      <Loaded of={identities} empty={<Empty title="No machine identities yet">Create one for each machine that reads secrets.</Empty>}>
+        {() => (
+          <ListTable list={list} flush columns={['Name', 'Authentication', 'Created']} pager="Identities pages">
+            {(i) => (
+              <tr>
+                <td>
+                  <Link href={`/identities/${i.id}`} class="cell-title">
+                    {i.name}
+                  </Link>
+                </td>
+                <td>
+                  <Show when={i.authMethods.length > 0} fallback={<Badge tone="warn">none</Badge>}>
+                    <For each={i.authMethods}>{(m) => <Badge tone="accent">{m}</Badge>}</For>
+                  </Show>
+                </td>
+                <td class="small muted-text">{formatDate(i.createdAt)}</td>
+              </tr>
+            )}
+          </ListTable>
+        )}
+      </Loaded>
+      <Dialog open={creating()} title="New machine identity" onClose={() => setCreating(false)}>
+        <CreateIdentityForm
+          onCreated={(c) => {
+            void refetch();
+            setCredentials(c);
+          }}
+        />
+      </Dialog>
       <CredentialsDialog credentials={credentials()} onClose={() => setCredentials(undefined)} />
     </section>
   );
 }
 
-function CreateIdentityDialog(props: { open: boolean; onClose: () => void; onCreated: (c: Credentials) => void }) {
+function CreateIdentityForm(props: { onCreated: (c: Credentials) => void }) {
+  const dialog = useDialog();
   const [name, setName] = createSignal('');
-  const [error, setError] = createSignal<string>();
-  const [busy, setBusy] = createSignal(false);
-  const id = useId('iname');
-  const close = () => {
-    setName('');
-    setError(undefined);
-    props.onClose();
-  };
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setBusy(true);
-    setError(undefined);
+  const create = async () => {
     let identityId: string | undefined;
     try {
       const { identity } = await api<{ identity: Identity }>('POST', '/api/v1/identities', { body: { name: name().trim() } });
@@ -152,29 +88,17 @@ function CreateIdentityDialog(props: { open: boolean; onClose: () => void; onCre
       const { clientSecret } = await api<{ clientSecret: string }>('POST', `/api/v1/auth/universal-auth/identities/${identity.id}/client-secrets`, {
         body: { description: 'Created with the identity' },
       });
-      setName('');
+      dialog.close();
       props.onCreated({ identityName: identity.name, clientId: identityUniversalAuth.clientId, clientSecret });
     } catch (err) {
-      setError(identityId ? `The identity was created, but its credentials were not: ${errorText(err)}. Open it to try again.` : errorText(err));
-    } finally {
-      setBusy(false);
+      if (!identityId) throw err;
+      throw new Error(`The identity was created, but its credentials were not: ${errorText(err)}. Open it to try again.`);
     }
   };
   return (
-    <Dialog open={props.open} title="New machine identity" onClose={close}>
-      <form class="stack" onSubmit={submit}>
-        <Field label="Name" for={id} hint="Universal Auth is attached and a first client secret is issued.">
-          <input id={id} required maxlength="256" value={name()} onInput={(e) => setName(e.currentTarget.value)} autocomplete="off" />
-        </Field>
-        <ErrorText message={error()} />
-        <div class="actions">
-          <Button onClick={close}>Cancel</Button>
-          <Button type="submit" variant="primary" busy={busy()}>
-            Create with Universal Auth
-          </Button>
-        </div>
-      </form>
-    </Dialog>
+    <DialogForm submitLabel="Create with Universal Auth" onSubmit={create}>
+      <TextField label="Name" hint="Universal Auth is attached and a first client secret is issued." required maxlength="256" value={name()} onValue={setName} autocomplete="off" />
+    </DialogForm>
   );
 }
 
@@ -196,43 +120,25 @@ export function IdentityPage(props: { identityId: string }) {
       ),
   );
   const [secrets, { refetch: refetchSecrets }] = createResource(
-    () => (ua() ? props.identityId : undefined),
+    () => (valueOf(ua) ? props.identityId : undefined),
     () => api<{ clientSecretData: ClientSecretData[] }>('GET', `${base()}/client-secrets`).then((r) => r.clientSecretData),
   );
   const [credentials, setCredentials] = createSignal<Credentials>();
-  const [error, setError] = createSignal<string>();
-  const [busy, setBusy] = createSignal(false);
+  // Attaching Universal Auth and generating credentials share one busy state and error.
+  const action = createAction();
   const [revoking, setRevoking] = createSignal<ClientSecretData>();
   const [deleting, setDeleting] = createSignal(false);
   const [description, setDescription] = createSignal('');
-  const descId = useId('desc');
 
   const attach = async () => {
-    setBusy(true);
-    setError(undefined);
-    try {
-      await api('POST', base(), { body: {} });
-      await refetchUa();
-    } catch (err) {
-      setError(errorText(err));
-    } finally {
-      setBusy(false);
-    }
+    await api('POST', base(), { body: {} });
+    await refetchUa();
   };
-  const generate = async (e: Event) => {
-    e.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
-      const r = await api<{ clientSecret: string }>('POST', `${base()}/client-secrets`, { body: { description: description().trim() || undefined } });
-      setDescription('');
-      setCredentials({ identityName: identity()?.name ?? '', clientId: ua()!.clientId, clientSecret: r.clientSecret });
-      void refetchSecrets();
-    } catch (err) {
-      setError(errorText(err));
-    } finally {
-      setBusy(false);
-    }
+  const generate = async () => {
+    const r = await api<{ clientSecret: string }>('POST', `${base()}/client-secrets`, { body: { description: description().trim() || undefined } });
+    setDescription('');
+    setCredentials({ identityName: valueOf(identity)?.name ?? '', clientId: valueOf(ua)!.clientId, clientSecret: r.clientSecret });
+    void refetchSecrets();
   };
 
   return (
@@ -240,80 +146,64 @@ export function IdentityPage(props: { identityId: string }) {
       <nav class="crumbs" aria-label="Breadcrumb">
         <Link href="/identities">Machine identities</Link>
         <span aria-hidden="true">/</span>
-        <span aria-current="page">{identity()?.name ?? '…'}</span>
+        <span aria-current="page">{valueOf(identity)?.name ?? '…'}</span>
       </nav>
-      <Show when={identity()} fallback={identity.error ? <ErrorText message={errorText(identity.error)} /> : <Loading />}>
-        <div class="page-head">
-          <div>
-            <h1>{identity()!.name}</h1>
-            <p class="muted-text small mono">{identity()!.id}</p>
-          </div>
-          <Button variant="danger" onClick={() => setDeleting(true)}>
-            <Icon name="trash" /> Delete identity…
-          </Button>
-        </div>
-        <div class="stack-lg">
-          <div class="panel">
-            <h2>Universal Auth</h2>
-            <Show when={!ua.loading || ua() !== undefined} fallback={<Loading />}>
-              <ErrorText message={ua.error ? errorText(ua.error) : undefined} />
-              <Show
-                when={ua()}
-                fallback={
-                  <Show when={!ua.error}>
-                    <p class="muted-text">Universal Auth is not attached yet.</p>
-                    <Button variant="primary" busy={busy()} onClick={() => void attach()}>
-                      Attach Universal Auth
-                    </Button>
-                  </Show>
-                }
-              >
-                <div class="cred">
-                  <span class="cred-label" id="ua-client-id">
-                    Client ID
-                  </span>
-                  <div class="cred-value">
-                    <code aria-labelledby="ua-client-id">{ua()!.clientId}</code>
-                    <CopyButton label="Copy client ID" showText text={() => ua()!.clientId} />
-                  </div>
-                </div>
-                <p class="muted-text small">
-                  Access tokens live {Math.round(ua()!.accessTokenTTL / 3600)} h (at most {Math.round(ua()!.accessTokenMaxTTL / 3600)} h with renewals).
-                </p>
-                <form class="inline-form" onSubmit={generate} aria-label="Generate new credentials">
-                  <Field label="Description (optional)" for={descId}>
-                    <input id={descId} value={description()} onInput={(e) => setDescription(e.currentTarget.value)} placeholder="e.g. cluster prod, rotated May" />
-                  </Field>
-                  <Button type="submit" variant="primary" busy={busy()}>
-                    <Icon name="key" /> Generate new credentials
-                  </Button>
-                </form>
-              </Show>
-              <ErrorText message={error()} />
-            </Show>
-          </div>
+      <Loaded of={identity}>
+        {(idn) => (
+          <>
+            <PageHead
+              title={idn().name}
+              action={
+                <Button variant="danger" onClick={() => setDeleting(true)}>
+                  <Icon name="trash" /> Delete identity…
+                </Button>
+              }
+            >
+              <p class="muted-text small mono">{idn().id}</p>
+            </PageHead>
+            <div class="stack-lg">
+              <div class="panel">
+                <h2>Universal Auth</h2>
+                <Loaded of={ua}>
+                  {(attached) => (
+                    <Show
+                      when={attached()}
+                      fallback={
+                        <>
+                          <p class="muted-text">Universal Auth is not attached yet.</p>
+                          <Button variant="primary" busy={action.busy()} onClick={() => void action.run(attach)}>
+                            Attach Universal Auth
+                          </Button>
+                        </>
+                      }
+                    >
+                      {(u) => (
+                        <>
+                          <Credential label="Client ID" value={u().clientId} />
+                          <p class="muted-text small">
+                            Access tokens live {Math.round(u().accessTokenTTL / 3600)} h (at most {Math.round(u().accessTokenMaxTTL / 3600)} h with renewals).
+                          </p>
+                          <form class="inline-form" onSubmit={submitWith(action, generate)} aria-label="Generate new credentials">
+                            <TextField label="Description (optional)" value={description()} onValue={setDescription} placeholder="e.g. cluster prod, rotated May" />
+                            <Button type="submit" variant="primary" busy={action.busy()}>
+                              <Icon name="key" /> Generate new credentials
+                            </Button>
+                          </form>
+                        </>
+                      )}
+                    </Show>
+                  )}
+                </Loaded>
+                <ErrorText message={action.error()} />
+              </div>
 
-          <Show when={ua()}>
-            <div class="panel">
-              <h2>Client secrets</h2>
-              <p class="muted-text small">Values are never shown after creation; the prefix helps tell them apart.</p>
-              <ErrorText message={secrets.error ? errorText(secrets.error) : undefined} />
-              <Show when={secrets()} fallback={<Show when={!secrets.error}><Loading /></Show>}>
-                <Show when={secrets()!.length > 0} fallback={<Empty title="No client secrets">Generate credentials to let a machine log in.</Empty>}>
-                  <table class="table" aria-label="Client secrets">
-                    <thead>
-                      <tr>
-                        <th scope="col">Secret</th>
-                        <th scope="col">Created</th>
-                        <th scope="col">Last used</th>
-                        <th scope="col">Status</th>
-                        <th scope="col" class="col-actions">
-                          <span class="sr-only">Actions</span>
-                        </th>
-                      </tr>
-                    </thead>
-                    <tbody>
-                      <For each={[...secrets()!].sort((a, b) => b.createdAt.localeCompare(a.createdAt))}>
+              <Show when={valueOf(ua)}>
+                <div class="panel">
+                  <h2>Client secrets</h2>
+                  <p class="muted-text small">Values are never shown after creation; the prefix helps tell them apart.</p>
+                  <Loaded of={secrets} empty={<Empty title="No client secrets">Generate credentials to let a machine log in.</Empty>}>
+                    {(list) => (
+                      <Table label="Client secrets" columns={['Secret', 'Created', 'Last used', 'Status']} actions each={[...list()].sort((a, b) => b.createdAt.localeCompare(a.createdAt))}>
                         {(c) => (
                           <tr>
                             <td>
@@ -334,15 +224,15 @@ export function IdentityPage(props: { identityId: string }) {
                             </td>
                           </tr>
                         )}
-                      </For>
-                    </tbody>
-                  </table>
-                </Show>
+                      </Table>
+                    )}
+                  </Loaded>
+                </div>
               </Show>
             </div>
-          </Show>
-        </div>
-      </Show>
+          </>
+        )}
+      </Loaded>
       <CredentialsDialog credentials={credentials()} onClose={() => setCredentials(undefined)} />
       <Confirm
         open={revoking() !== undefined}
@@ -364,10 +254,10 @@ export function IdentityPage(props: { identityId: string }) {
         title="Delete identity"
         message={
           <>
-            Delete <strong>{identity()?.name}</strong>? Its credentials and project memberships go with it.
+            Delete <strong>{valueOf(identity)?.name}</strong>? Its credentials and project memberships go with it.
           </>
         }
-        typeToConfirm={identity()?.name}
+        typeToConfirm={valueOf(identity)?.name}
         confirmLabel="Delete identity"
         onClose={() => setDeleting(false)}
         onConfirm={async () => {

@@ -1,8 +1,8 @@
 // One project: header, tabs, and the Members, Audit and Settings screens
 // (Secrets lives in Secrets.tsx).
 import { createEffect, createMemo, createResource, createSignal, For, Match, on, Show, Switch } from 'solid-js';
-import { api, confirmationFlags, errorText, nextConfirmation, personName, ROLES, type AuditLog, type Confirmation, type AuditVerify, type Identity, type IdentityMembership, type Person, type Project, type UserMembership } from '../api';
-import { ASK_AGAIN, Badge, Button, Confirm, DELETE_LABEL, Empty, ErrorText, Field, formatDate, Icon, Link, Loading, Pager, useId } from '../components';
+import { api, confirmationFlags, errorText, listIdentities, listPeople, personName, ROLES, type AuditLog, type AuditVerify, type IdentityMembership, type Project, type UserMembership } from '../api';
+import { Badge, Button, Confirm, ConfirmDelete, createAction, Empty, ErrorText, Field, formatDate, Icon, Link, Loaded, PageHead, Pager, submitWith, Table, TextField, useId, valueOf } from '../components';
 import { lastSecretsSearch, navigate } from '../router';
 import { user } from '../session';
 import { SecretsScreen } from './Secrets';
@@ -21,7 +21,7 @@ export function ProjectPage(props: { projectId: string; tab: string }) {
   );
   return (
     <section class="page">
-      <Show when={project()} fallback={project.error ? <ErrorText message={errorText(project.error)} /> : <Loading />}>
+      <Loaded of={project}>
         {(p) => (
           <>
             <nav class="crumbs" aria-label="Breadcrumb">
@@ -29,14 +29,11 @@ export function ProjectPage(props: { projectId: string; tab: string }) {
               <span aria-hidden="true">/</span>
               <span aria-current="page">{p().name}</span>
             </nav>
-            <div class="page-head">
-              <div>
-                <h1>{p().name}</h1>
-                <p class="muted-text">
-                  Slug <span class="mono">{p().slug}</span>
-                </p>
-              </div>
-            </div>
+            <PageHead title={p().name}>
+              <p class="muted-text">
+                Slug <span class="mono">{p().slug}</span>
+              </p>
+            </PageHead>
             <nav class="tabs" aria-label="Project sections">
               <For each={TABS}>
                 {(t) => (
@@ -62,7 +59,7 @@ export function ProjectPage(props: { projectId: string; tab: string }) {
             </Switch>
           </>
         )}
-      </Show>
+      </Loaded>
     </section>
   );
 }
@@ -79,27 +76,21 @@ function MembersScreen(props: { project: Project }) {
     () => props.project.id,
     () => api<{ memberships: UserMembership[] }>('GET', `${base()}/users`).then((r) => r.memberships),
   );
-  const [allIdentities] = createResource(
-    () => (user()?.superAdmin ? true : undefined),
-    () => api<{ identities: { identity: Identity }[] }>('GET', '/api/v1/identities').then((r) => r.identities.map((x) => x.identity)),
-  );
-  // Only the superadmin may list people (GET /api/v1/users); a project admin types an id.
-  const [allPeople] = createResource(
-    () => (user()?.superAdmin ? true : undefined),
-    () => api<{ users: Person[] }>('GET', '/api/v1/users').then((r) => r.users),
-  );
+  // Only the superadmin may list identities and people; a project admin types an id.
+  const [allIdentities] = createResource(() => (user()?.superAdmin ? true : undefined), listIdentities);
+  const [allPeople] = createResource(() => (user()?.superAdmin ? true : undefined), listPeople);
   const [kind, setKind] = createSignal<'identity' | 'user'>('identity');
   /** What the select offers for the chosen kind: not yet a member (and not the administrator, who needs no membership). */
   const candidates = createMemo((): { id: string; label: string }[] => {
     if (kind() === 'identity') {
-      const taken = new Set((identities() ?? []).map((m) => m.identityId));
-      return (allIdentities() ?? [])
+      const taken = new Set((valueOf(identities) ?? []).map((m) => m.identityId));
+      return (valueOf(allIdentities) ?? [])
         .filter((i) => !taken.has(i.id))
         .sort((a, b) => a.name.localeCompare(b.name))
         .map((i) => ({ id: i.id, label: i.name }));
     }
-    const taken = new Set((users() ?? []).map((m) => m.userId));
-    return (allPeople() ?? [])
+    const taken = new Set((valueOf(users) ?? []).map((m) => m.userId));
+    return (valueOf(allPeople) ?? [])
       .filter((p) => !p.superAdmin && !taken.has(p.id))
       .sort((a, b) => personName(a).localeCompare(personName(b)))
       .map((p) => ({ id: p.id, label: personName(p) === p.email ? p.email : `${personName(p)} (${p.email})` }));
@@ -113,10 +104,11 @@ function MembersScreen(props: { project: Project }) {
 
   const [memberId, setMemberId] = createSignal('');
   const [role, setRole] = createSignal('member');
-  const [addError, setAddError] = createSignal<string>();
-  const [busy, setBusy] = createSignal(false);
+  const adding = createAction();
   const [removing, setRemoving] = createSignal<{ kind: 'identity' | 'user'; id: string; name: string }>();
   const ids = { kind: useId('kind'), member: useId('member'), role: useId('role') };
+  const path = (k: 'identity' | 'user', id: string) => `${base()}/${k === 'identity' ? 'identities' : 'users'}/${encodeURIComponent(id)}`;
+  const refetchKind = (k: 'identity' | 'user') => (k === 'identity' ? refetchIdentities() : refetchUsers());
 
   createEffect(
     on(candidates, (c) => {
@@ -124,32 +116,21 @@ function MembersScreen(props: { project: Project }) {
     }),
   );
 
-  const add = async (e: Event) => {
-    e.preventDefault();
-    setAddError(undefined);
+  const add = async () => {
     const id = memberId().trim();
     if (!id) {
-      setAddError(picks() ? (kind() === 'identity' ? 'Choose an identity to add' : 'Choose a person to add') : kind() === 'identity' ? 'Enter the identity’s id' : 'Enter the user’s id');
-      return;
+      throw new Error(picks() ? (kind() === 'identity' ? 'Choose an identity to add' : 'Choose a person to add') : kind() === 'identity' ? 'Enter the identity’s id' : 'Enter the user’s id');
     }
-    setBusy(true);
-    try {
-      await api('POST', `${base()}/${kind() === 'identity' ? 'identities' : 'users'}/${encodeURIComponent(id)}`, { body: { role: role() } });
-      if (kind() === 'identity') await refetchIdentities();
-      else await refetchUsers();
-      if (!picks()) setMemberId('');
-    } catch (err) {
-      setAddError(errorText(err));
-    } finally {
-      setBusy(false);
-    }
+    await api('POST', path(kind(), id), { body: { role: role() } });
+    await refetchKind(kind());
+    if (!picks()) setMemberId('');
   };
 
   return (
     <div class="stack-lg">
       <div class="panel">
         <h2>Add a member</h2>
-        <form class="inline-form" onSubmit={add} aria-label="Add a member">
+        <form class="inline-form" onSubmit={submitWith(adding, add)} aria-label="Add a member">
           <Field label="Kind" for={ids.kind}>
             <select
               id={ids.kind}
@@ -163,14 +144,7 @@ function MembersScreen(props: { project: Project }) {
               <option value="user">User</option>
             </select>
           </Field>
-          <Show
-            when={picks()}
-            fallback={
-              <Field label={kind() === 'identity' ? 'Identity id' : 'User id'} for={ids.member}>
-                <input id={ids.member} class="mono" value={memberId()} onInput={(e) => setMemberId(e.currentTarget.value)} autocomplete="off" />
-              </Field>
-            }
-          >
+          <Show when={picks()} fallback={<TextField label={kind() === 'identity' ? 'Identity id' : 'User id'} class="mono" value={memberId()} onValue={setMemberId} autocomplete="off" />}>
             <Field label={kind() === 'identity' ? 'Identity' : 'Person'} for={ids.member}>
               <select id={ids.member} value={memberId()} onChange={(e) => setMemberId(e.currentTarget.value)} disabled={candidates().length === 0}>
                 <Show when={candidates().length === 0}>
@@ -185,12 +159,12 @@ function MembersScreen(props: { project: Project }) {
               <For each={ROLES}>{(r) => <option value={r}>{r}</option>}</For>
             </select>
           </Field>
-          <Button type="submit" variant="primary" busy={busy()}>
+          <Button type="submit" variant="primary" busy={adding.busy()}>
             Add member
           </Button>
         </form>
-        <ErrorText message={addError() ?? listError()} />
-        <Show when={picks() && kind() === 'user' && allPeople() && candidates().length === 0}>
+        <ErrorText message={adding.error() ?? listError()} />
+        <Show when={picks() && kind() === 'user' && valueOf(allPeople) && candidates().length === 0}>
           <p class="muted-text small">
             Everyone already has a role here. Add people in <Link href="/people">People</Link>.
           </p>
@@ -199,34 +173,30 @@ function MembersScreen(props: { project: Project }) {
 
       <div class="panel">
         <h2>Machine identities</h2>
-        <Show when={!identities.loading || identities()} fallback={<Loading />}>
-          <ErrorText message={identities.error ? errorText(identities.error) : undefined} />
-          <Show when={(identities() ?? []).length > 0} fallback={<Empty title="No machine identity has access">Add one above.</Empty>}>
+        <Loaded of={identities} empty={<Empty title="No machine identity has access">Add one above.</Empty>}>
+          {(list) => (
             <MemberTable
-              rows={(identities() ?? []).map((m) => ({ id: m.identityId, name: m.identity.name, detail: m.identity.authMethods.join(', ') || 'no auth method', role: m.role }))}
-              kind="identity"
-              base={base()}
+              rows={list().map((m) => ({ id: m.identityId, name: m.identity.name, detail: m.identity.authMethods.join(', ') || 'no auth method', role: m.role }))}
+              path={(id) => path('identity', id)}
               onChanged={() => void refetchIdentities()}
               onRemove={(r) => setRemoving({ kind: 'identity', id: r.id, name: r.name })}
             />
-          </Show>
-        </Show>
+          )}
+        </Loaded>
       </div>
 
       <div class="panel">
         <h2>Users</h2>
-        <Show when={!users.loading || users()} fallback={<Loading />}>
-          <ErrorText message={users.error ? errorText(users.error) : undefined} />
-          <Show when={(users() ?? []).length > 0} fallback={<Empty title="No user memberships">The administrator can reach every project without one.</Empty>}>
+        <Loaded of={users} empty={<Empty title="No user memberships">The administrator can reach every project without one.</Empty>}>
+          {(list) => (
             <MemberTable
-              rows={(users() ?? []).map((m) => ({ id: m.userId, name: `${m.user.firstName} ${m.user.lastName}`.trim() || m.user.email, detail: m.user.email, role: m.role }))}
-              kind="user"
-              base={base()}
+              rows={list().map((m) => ({ id: m.userId, name: personName(m.user), detail: m.user.email, role: m.role }))}
+              path={(id) => path('user', id)}
               onChanged={() => void refetchUsers()}
               onRemove={(r) => setRemoving({ kind: 'user', id: r.id, name: r.name })}
             />
-          </Show>
-        </Show>
+          )}
+        </Loaded>
       </div>
 
       <Confirm
@@ -241,9 +211,8 @@ function MembersScreen(props: { project: Project }) {
         onClose={() => setRemoving(undefined)}
         onConfirm={async () => {
           const r = removing()!;
-          await api('DELETE', `${base()}/${r.kind === 'identity' ? 'identities' : 'users'}/${encodeURIComponent(r.id)}`, { body: {} });
-          if (r.kind === 'identity') await refetchIdentities();
-          else await refetchUsers();
+          await api('DELETE', path(r.kind, r.id), { body: {} });
+          await refetchKind(r.kind);
         }}
       />
     </div>
@@ -257,52 +226,40 @@ interface MemberRow {
   role: string;
 }
 
-function MemberTable(props: { rows: MemberRow[]; kind: 'identity' | 'user'; base: string; onChanged: () => void; onRemove: (r: MemberRow) => void }) {
+/** Members of one kind, each with a role select (saved at once) and Remove. */
+function MemberTable(props: { rows: MemberRow[]; path: (id: string) => string; onChanged: () => void; onRemove: (r: MemberRow) => void }) {
   const [errors, setErrors] = createSignal<Record<string, string>>({});
   const change = async (r: MemberRow, role: string) => {
     setErrors((e) => ({ ...e, [r.id]: '' }));
     try {
-      await api('PATCH', `${props.base}/${props.kind === 'identity' ? 'identities' : 'users'}/${encodeURIComponent(r.id)}`, { body: { role } });
+      await api('PATCH', props.path(r.id), { body: { role } });
       props.onChanged();
     } catch (err) {
       setErrors((e) => ({ ...e, [r.id]: errorText(err) }));
     }
   };
   return (
-    <table class="table">
-      <thead>
+    <Table columns={['Name', 'Role']} actions each={props.rows}>
+      {(r) => (
         <tr>
-          <th scope="col">Name</th>
-          <th scope="col">Role</th>
-          <th scope="col" class="col-actions">
-            <span class="sr-only">Actions</span>
-          </th>
+          <td>
+            <div class="cell-title">{r.name}</div>
+            <div class="muted-text small">{r.detail}</div>
+          </td>
+          <td>
+            <select aria-label={`Role of ${r.name}`} value={r.role} onChange={(e) => void change(r, e.currentTarget.value)}>
+              <For each={ROLES}>{(role) => <option value={role}>{role}</option>}</For>
+            </select>
+            <ErrorText message={errors()[r.id] || undefined} />
+          </td>
+          <td class="col-actions">
+            <Button size="sm" variant="ghost" aria-label={`Remove ${r.name}`} onClick={() => props.onRemove(r)}>
+              <Icon name="trash" /> Remove
+            </Button>
+          </td>
         </tr>
-      </thead>
-      <tbody>
-        <For each={props.rows}>
-          {(r) => (
-            <tr>
-              <td>
-                <div class="cell-title">{r.name}</div>
-                <div class="muted-text small">{r.detail}</div>
-              </td>
-              <td>
-                <select aria-label={`Role of ${r.name}`} value={r.role} onChange={(e) => void change(r, e.currentTarget.value)}>
-                  <For each={ROLES}>{(role) => <option value={role}>{role}</option>}</For>
-                </select>
-                <ErrorText message={errors()[r.id] || undefined} />
-              </td>
-              <td class="col-actions">
-                <Button size="sm" variant="ghost" aria-label={`Remove ${r.name}`} onClick={() => props.onRemove(r)}>
-                  <Icon name="trash" /> Remove
-                </Button>
-              </td>
-            </tr>
-          )}
-        </For>
-      </tbody>
-    </table>
+      )}
+    </Table>
   );
 }
 
@@ -340,13 +297,10 @@ function AuditScreen(props: { project: Project }) {
   const [page, setPage] = createSignal(0);
   const ids = { env: useId('aenv'), path: useId('apath'), event: useId('aevent'), actor: useId('aactor') };
 
-  const [actors] = createResource(
-    () => (user()?.superAdmin ? true : undefined),
-    () => api<{ identities: { identity: Identity }[] }>('GET', '/api/v1/identities').then((r) => r.identities.map((x) => x.identity)),
-  );
+  const [actors] = createResource(() => (user()?.superAdmin ? true : undefined), listIdentities);
   const [people] = createResource(
     () => (user()?.superAdmin ? true : undefined),
-    () => api<{ users: Person[] }>('GET', '/api/v1/users').then((r) => r.users.filter((p) => p.id !== user()?.id)),
+    () => listPeople().then((all) => all.filter((p) => p.id !== user()?.id)),
   );
   const query = () => {
     const a = actor();
@@ -387,9 +341,11 @@ function AuditScreen(props: { project: Project }) {
               <Match when={verify()?.ok === false}>
                 <Badge tone="bad">
                   <Icon name="alert" />{' '}
-                  {(verify() as { brokenAt: number | null }).brokenAt === null
-                    ? 'Chain broken at its head: newest entries removed or the anchor edited'
-                    : `Chain broken at entry ${(verify() as { brokenAt: number }).brokenAt}`}
+                  {(verify() as { reason?: string }).reason === 'trail-missing'
+                    ? 'Chain broken: the trail before it was deleted (the instance held data when the chain began)'
+                    : (verify() as { brokenAt: number | null }).brokenAt === null
+                      ? 'Chain broken at its head: newest entries removed or the anchor edited'
+                      : `Chain broken at entry ${(verify() as { brokenAt: number }).brokenAt}`}
                 </Badge>
               </Match>
             </Switch>
@@ -410,8 +366,8 @@ function AuditScreen(props: { project: Project }) {
               <option value="">Anyone</option>
               <option value={`user:${user()?.id ?? ''}`}>Me ({user()?.email})</option>
               <option value="platform">The service (set-up, CLI)</option>
-              <For each={people() ?? []}>{(p) => <option value={`user:${p.id}`}>{p.email}</option>}</For>
-              <For each={actors() ?? []}>{(i) => <option value={`identity:${i.id}`}>{i.name} (identity)</option>}</For>
+              <For each={valueOf(people) ?? []}>{(p) => <option value={`user:${p.id}`}>{p.email}</option>}</For>
+              <For each={valueOf(actors) ?? []}>{(i) => <option value={`identity:${i.id}`}>{i.name} (identity)</option>}</For>
             </select>
           </Field>
           <Field label="Event" for={ids.event}>
@@ -421,20 +377,11 @@ function AuditScreen(props: { project: Project }) {
             </select>
           </Field>
         </form>
-        <ErrorText message={logs.error ? errorText(logs.error) : undefined} />
-        <Show when={logs()} fallback={<Show when={!logs.error}><Loading /></Show>}>
-          <Show when={logs()!.length > 0} fallback={<Empty title="No entries">Nothing matches these filters.</Empty>}>
-            <table class="table audit-table" aria-label="Audit entries, newest first">
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">Event</th>
-                  <th scope="col">Actor</th>
-                  <th scope="col">Where</th>
-                </tr>
-              </thead>
-              <tbody>
-                <For each={logs()!.slice(0, AUDIT_PAGE)}>
+        <Loaded of={logs}>
+          {(list) => (
+            <>
+              <Show when={list().length > 0} fallback={<Empty title="No entries">Nothing matches these filters.</Empty>}>
+                <Table class="audit-table" label="Audit entries, newest first" columns={['When', 'Event', 'Actor', 'Where']} each={list().slice(0, AUDIT_PAGE)}>
                   {(l) => (
                     <tr>
                       <td class="nowrap">{formatDate(l.createdAt)}</td>
@@ -445,12 +392,12 @@ function AuditScreen(props: { project: Project }) {
                       <td class="mono small">{where(l)}</td>
                     </tr>
                   )}
-                </For>
-              </tbody>
-            </table>
-          </Show>
-          <Pager page={page()} pageSize={AUDIT_PAGE} hasMore={(logs()?.length ?? 0) > AUDIT_PAGE} onPage={setPage} label="Audit pages" />
-        </Show>
+                </Table>
+              </Show>
+              <Pager page={page()} pageSize={AUDIT_PAGE} hasMore={list().length > AUDIT_PAGE} onPage={setPage} label="Audit pages" />
+            </>
+          )}
+        </Loaded>
       </div>
     </div>
   );
@@ -479,67 +426,40 @@ function where(l: AuditLog): string {
 function SettingsScreen(props: { project: Project; onSaved: (p: Project) => void; onEnvironmentsChanged: () => void }) {
   const [name, setName] = createSignal(props.project.name);
   const [slug, setSlug] = createSignal(props.project.slug);
-  const [error, setError] = createSignal<string>();
   const [saved, setSaved] = createSignal(false);
-  const [busy, setBusy] = createSignal(false);
+  const saving = createAction();
   const [deleting, setDeleting] = createSignal(false);
-  const [deleteLevel, setDeleteLevel] = createSignal<Confirmation>('plain');
-  const ids = { name: useId('sname'), slug: useId('sslug'), envName: useId('envname'), envSlug: useId('envslug') };
 
-  const save = async (e: Event) => {
-    e.preventDefault();
-    setBusy(true);
-    setError(undefined);
+  const save = async () => {
     setSaved(false);
-    try {
-      const r = await api<{ project: Project }>('PATCH', `/api/v1/projects/${props.project.id}`, { body: { name: name(), slug: slug() } });
-      props.onSaved(r.project);
-      setSaved(true);
-    } catch (err) {
-      setError(errorText(err));
-    } finally {
-      setBusy(false);
-    }
+    const r = await api<{ project: Project }>('PATCH', `/api/v1/projects/${props.project.id}`, { body: { name: name(), slug: slug() } });
+    props.onSaved(r.project);
+    setSaved(true);
   };
 
   const [envName, setEnvName] = createSignal('');
-  const [envSlug, setEnvSlug] = createSignal('');
-  const [envSlugEdited, setEnvSlugEdited] = createSignal(false);
-  const [envError, setEnvError] = createSignal<string>();
-  const [envBusy, setEnvBusy] = createSignal(false);
-  const [removingEnv, setRemovingEnv] = createSignal<{ id: string; name: string; level: Confirmation }>();
-  const effectiveEnvSlug = () => (envSlugEdited() ? envSlug() : envName().toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, ''));
-  const addEnv = async (e: Event) => {
-    e.preventDefault();
-    setEnvBusy(true);
-    setEnvError(undefined);
-    try {
-      await api('POST', `/api/v1/projects/${props.project.id}/environments`, { body: { name: envName(), slug: effectiveEnvSlug() } });
-      setEnvName('');
-      setEnvSlug('');
-      setEnvSlugEdited(false);
-      props.onEnvironmentsChanged();
-    } catch (err) {
-      setEnvError(errorText(err));
-    } finally {
-      setEnvBusy(false);
-    }
+  /** Follows the name until the user types one. */
+  const [envSlug, setEnvSlug] = createSignal<string>();
+  const addingEnv = createAction();
+  const [removingEnv, setRemovingEnv] = createSignal<{ id: string; name: string }>();
+  const effectiveEnvSlug = () => envSlug() ?? envName().toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '');
+  const addEnv = async () => {
+    await api('POST', `/api/v1/projects/${props.project.id}/environments`, { body: { name: envName(), slug: effectiveEnvSlug() } });
+    setEnvName('');
+    setEnvSlug(undefined);
+    props.onEnvironmentsChanged();
   };
 
   return (
     <div class="stack-lg">
       <div class="panel">
         <h2>General</h2>
-        <form class="stack narrow" onSubmit={save} aria-label="General settings">
-          <Field label="Project name" for={ids.name}>
-            <input id={ids.name} required value={name()} onInput={(e) => setName(e.currentTarget.value)} />
-          </Field>
-          <Field label="Slug" for={ids.slug} hint="Machines that read by slug must be updated when it changes.">
-            <input id={ids.slug} class="mono" required value={slug()} onInput={(e) => setSlug(e.currentTarget.value)} />
-          </Field>
-          <ErrorText message={error()} />
+        <form class="stack narrow" onSubmit={submitWith(saving, save)} aria-label="General settings">
+          <TextField label="Project name" required value={name()} onValue={setName} />
+          <TextField label="Slug" hint="Machines that read by slug must be updated when it changes." class="mono" required value={slug()} onValue={setSlug} />
+          <ErrorText message={saving.error()} />
           <div class="actions-left">
-            <Button type="submit" variant="primary" busy={busy()}>
+            <Button type="submit" variant="primary" busy={saving.busy()}>
               Save changes
             </Button>
             <Show when={saved()}>
@@ -553,53 +473,27 @@ function SettingsScreen(props: { project: Project; onSaved: (p: Project) => void
 
       <div class="panel">
         <h2>Environments</h2>
-        <table class="table">
-          <thead>
+        <Table columns={['Name', 'Slug']} actions each={[...props.project.environments].sort((a, b) => a.position - b.position)}>
+          {(env) => (
             <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Slug</th>
-              <th scope="col" class="col-actions">
-                <span class="sr-only">Actions</span>
-              </th>
+              <td>{env.name}</td>
+              <td class="mono">{env.slug}</td>
+              <td class="col-actions">
+                <Button size="sm" variant="ghost" aria-label={`Delete environment ${env.name}`} onClick={() => setRemovingEnv({ id: env.id, name: env.name })}>
+                  <Icon name="trash" /> Delete
+                </Button>
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            <For each={[...props.project.environments].sort((a, b) => a.position - b.position)}>
-              {(env) => (
-                <tr>
-                  <td>{env.name}</td>
-                  <td class="mono">{env.slug}</td>
-                  <td class="col-actions">
-                    <Button size="sm" variant="ghost" aria-label={`Delete environment ${env.name}`} onClick={() => setRemovingEnv({ id: env.id, name: env.name, level: 'plain' })}>
-                      <Icon name="trash" /> Delete
-                    </Button>
-                  </td>
-                </tr>
-              )}
-            </For>
-          </tbody>
-        </table>
-        <form class="inline-form" onSubmit={addEnv} aria-label="Add an environment">
-          <Field label="New environment name" for={ids.envName}>
-            <input id={ids.envName} required value={envName()} onInput={(e) => setEnvName(e.currentTarget.value)} />
-          </Field>
-          <Field label="Slug" for={ids.envSlug}>
-            <input
-              id={ids.envSlug}
-              class="mono"
-              required
-              value={effectiveEnvSlug()}
-              onInput={(e) => {
-                setEnvSlugEdited(true);
-                setEnvSlug(e.currentTarget.value);
-              }}
-            />
-          </Field>
-          <Button type="submit" busy={envBusy()}>
+          )}
+        </Table>
+        <form class="inline-form" onSubmit={submitWith(addingEnv, addEnv)} aria-label="Add an environment">
+          <TextField label="New environment name" required value={envName()} onValue={setEnvName} />
+          <TextField label="Slug" class="mono" required value={effectiveEnvSlug()} onValue={setEnvSlug} />
+          <Button type="submit" busy={addingEnv.busy()}>
             <Icon name="plus" /> Add environment
           </Button>
         </form>
-        <ErrorText message={envError()} />
+        <ErrorText message={addingEnv.error()} />
       </div>
 
       <div class="panel danger-zone">
@@ -610,56 +504,32 @@ function SettingsScreen(props: { project: Project; onSaved: (p: Project) => void
         </Button>
       </div>
 
-      <Confirm
+      <ConfirmDelete
+        what="project"
         open={deleting()}
-        title="Delete project"
         message={
-          <>
-            <p>
-              This permanently deletes <strong>{props.project.name}</strong> and every secret in it. It cannot be undone.
-            </p>
-          </>
+          <p>
+            This permanently deletes <strong>{props.project.name}</strong> and every secret in it. It cannot be undone.
+          </p>
         }
         typeToConfirm={props.project.slug}
-        confirmLabel={DELETE_LABEL[deleteLevel()]('project')}
-        onClose={() => {
-          setDeleting(false);
-          setDeleteLevel('plain');
-        }}
-        onConfirm={async () => {
-          try {
-            await api('DELETE', `/api/v1/projects/${props.project.id}`, { query: confirmationFlags(deleteLevel()), body: {} });
-          } catch (err) {
-            const next = nextConfirmation(err, deleteLevel());
-            if (!next) throw err;
-            setDeleteLevel(next);
-            throw new Error(ASK_AGAIN[next]('project'));
-          }
+        onClose={() => setDeleting(false)}
+        onConfirm={async (level) => {
+          await api('DELETE', `/api/v1/projects/${props.project.id}`, { query: confirmationFlags(level), body: {} });
           navigate('/projects');
         }}
       />
-      <Confirm
+      <ConfirmDelete
+        what="environment"
         open={removingEnv() !== undefined}
-        title="Delete environment"
         message={
-          <>
-            <p>
-              Delete the environment <strong>{removingEnv()?.name}</strong>?
-            </p>
-          </>
+          <p>
+            Delete the environment <strong>{removingEnv()?.name}</strong>?
+          </p>
         }
-        confirmLabel={DELETE_LABEL[removingEnv()?.level ?? 'plain']('environment')}
         onClose={() => setRemovingEnv(undefined)}
-        onConfirm={async () => {
-          const r = removingEnv()!;
-          try {
-            await api('DELETE', `/api/v1/projects/${props.project.id}/environments/${r.id}`, { query: confirmationFlags(r.level), body: {} });
-          } catch (err) {
-            const next = nextConfirmation(err, r.level);
-            if (!next) throw err;
-            setRemovingEnv({ ...r, level: next });
-            throw new Error(ASK_AGAIN[next]('environment'));
-          }
+        onConfirm={async (level) => {
+          await api('DELETE', `/api/v1/projects/${props.project.id}/environments/${removingEnv()!.id}`, { query: confirmationFlags(level), body: {} });
           props.onEnvironmentsChanged();
         }}
       />

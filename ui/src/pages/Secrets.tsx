@@ -1,9 +1,9 @@
 // Secrets of one project: environment switcher, folder navigation with breadcrumbs, the
 // table (values hidden until revealed), add / edit / delete / bulk paste, history with
 // restore, search by key, export.
-import { batch, createEffect, createMemo, createResource, createSignal, For, on, Show } from 'solid-js';
-import { api, confirmationFlags, errorText, nextConfirmation, withQuery, type Confirmation, type Folder, type Project, type Secret, type SecretVersion } from '../api';
-import { ASK_AGAIN, Badge, Button, Confirm, CopyButton, DELETE_LABEL, Dialog, Empty, ErrorText, Field, formatDate, Icon, Link, Loading, Pager, SearchBox, useId } from '../components';
+import { batch, createEffect, createMemo, createResource, createSignal, For, on, onMount, Show } from 'solid-js';
+import { api, confirmationFlags, errorText, readSecret, withQuery, type Confirmation, type Folder, type Project, type Secret, type SecretVersion } from '../api';
+import { Badge, Button, Confirm, ConfirmDelete, CopyButton, createAction, createConfirmation, createListView, Dialog, DialogForm, Empty, ErrorText, Field, formatDate, Icon, Link, ListTable, Loaded, Pager, SearchBox, Table, TextField, useDialog, useId, valueOf } from '../components';
 import { location, navigate, rememberSecretsSearch } from '../router';
 
 const PAGE = 50;
@@ -64,8 +64,12 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
     (q) => api<{ folders: Folder[] }>('GET', '/api/v2/folders', { query: { projectId: q.projectId, environment: q.environment, path: q.secretPath } }).then((r) => r.folders),
   );
 
-  const [search, setSearch] = createSignal('');
-  const [page, setPage] = createSignal(0);
+  const list = createListView({
+    items: () => valueOf(secrets),
+    pageSize: PAGE,
+    order: (a, b) => a.secretKey.localeCompare(b.secretKey),
+    matches: (x, q) => x.secretKey.toLowerCase().includes(q),
+  });
   /** Values shown in clear, by secret id; dropped whenever the place changes. */
   const [revealed, setRevealed] = createSignal<Record<string, string>>({});
   const [rowError, setRowError] = createSignal<Record<string, string>>({});
@@ -75,23 +79,15 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
       batch(() => {
         setRevealed({});
         setRowError({});
-        setPage(0);
+        list.setPage(0);
       }),
     ),
   );
 
-  const filtered = createMemo(() => {
-    const s = search().trim().toLowerCase();
-    const list = [...(secrets() ?? [])].sort((a, b) => a.secretKey.localeCompare(b.secretKey));
-    return s ? list.filter((x) => x.secretKey.toLowerCase().includes(s)) : list;
-  });
-  const visible = () => filtered().slice(page() * PAGE, page() * PAGE + PAGE);
-
   const fetchValue = async (s: Secret): Promise<string> => {
     const known = revealed()[s.id];
     if (known !== undefined) return known;
-    const r = await api<{ secret: Secret }>('GET', `/api/v4/secrets/${encodeURIComponent(s.secretKey)}`, { query: scope() });
-    return r.secret.secretValue;
+    return (await readSecret(scope(), s.secretKey)).secretValue;
   };
   const toggle = async (s: Secret) => {
     if (revealed()[s.id] !== undefined) {
@@ -113,10 +109,10 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
   const [adding, setAdding] = createSignal(false);
   const [bulk, setBulk] = createSignal(false);
   const [editing, setEditing] = createSignal<Secret>();
-  const [deleting, setDeleting] = createSignal<{ secret: Secret; level: Confirmation }>();
+  const [deleting, setDeleting] = createSignal<Secret>();
   const [history, setHistory] = createSignal<Secret>();
   const [newFolder, setNewFolder] = createSignal(false);
-  const [deletingFolder, setDeletingFolder] = createSignal<{ folder: Folder; level: Confirmation }>();
+  const [deletingFolder, setDeletingFolder] = createSignal<Folder>();
   const refresh = () => {
     setRevealed({});
     void refetch();
@@ -188,32 +184,24 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
         </div>
 
         <div class="toolbar">
-          <SearchBox
-            label="Search secrets by key"
-            placeholder="Search by key"
-            value={search()}
-            onInput={(v) => {
-              setSearch(v);
-              setPage(0);
-            }}
-          />
+          <SearchBox label="Search secrets by key" placeholder="Search by key" value={list.query()} onInput={list.setQuery} />
           <span class="muted-text small" aria-live="polite">
-            <Show when={(secrets()?.length ?? 0) > 0}>
-              {filtered().length} of {secrets()!.length} secrets
+            <Show when={(valueOf(secrets)?.length ?? 0) > 0}>
+              {list.filtered().length} of {valueOf(secrets)!.length} secrets
             </Show>
           </span>
         </div>
 
         <ErrorText message={folders.error && !secrets.error ? errorText(folders.error) : undefined} />
-        <Show when={(folders() ?? []).length > 0}>
+        <Show when={(valueOf(folders) ?? []).length > 0}>
           <ul class="folders" aria-label="Folders">
-            <For each={[...(folders() ?? [])].sort((a, b) => a.name.localeCompare(b.name))}>
+            <For each={[...(valueOf(folders) ?? [])].sort((a, b) => a.name.localeCompare(b.name))}>
               {(f) => (
                 <li class="folder-row">
                   <Link href={withQuery(`/projects/${props.project.id}/secrets`, { env: env(), path: normalisePath(`${path()}/${f.name}`) })} class="folder-link">
                     <Icon name="folder" /> <span class="mono">{f.name}</span>
                   </Link>
-                  <button type="button" class="icon-btn" aria-label={`Delete folder ${f.name}`} title="Delete folder" onClick={() => setDeletingFolder({ folder: f, level: 'plain' })}>
+                  <button type="button" class="icon-btn" aria-label={`Delete folder ${f.name}`} title="Delete folder" onClick={() => setDeletingFolder(f)}>
                     <Icon name="trash" />
                   </button>
                 </li>
@@ -222,156 +210,133 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
           </ul>
         </Show>
 
-        <Show when={!secrets.loading || secrets()} fallback={<Loading />}>
-          <ErrorText message={secrets.error ? errorText(secrets.error) : undefined} />
-          <Show when={secrets()}>
-            <Show
-              when={secrets()!.length > 0}
-              fallback={
-                <Empty title={`No secrets in ${env()} ${path()}`}>
-                  Add one, or paste several <span class="mono">KEY=value</span> lines at once.
-                </Empty>
-              }
-            >
-              <table class="table secrets-table" aria-label={`Secrets in ${env()} ${path()}`}>
-                <thead>
-                  <tr>
-                    <th scope="col">Key</th>
-                    <th scope="col">Value</th>
-                    <th scope="col" class="col-version">
-                      Version
-                    </th>
-                    <th scope="col" class="col-actions">
-                      <span class="sr-only">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  <For each={visible()}>
-                    {(s) => {
-                      const shown = () => revealed()[s.id];
-                      return (
-                        <tr data-key={s.secretKey}>
-                          <th scope="row" class="mono key-cell">
-                            {s.secretKey}
-                            <Show when={s.secretComment}>
-                              <div class="muted-text small comment">{s.secretComment}</div>
-                            </Show>
-                          </th>
-                          <td class="value-cell">
-                            <div class="value-line">
-                              <Show when={shown() !== undefined} fallback={<span class="masked" aria-label="Hidden value">••••••••••••</span>}>
-                                <code class="value" data-testid="secret-value">
-                                  {shown()}
-                                </code>
-                              </Show>
-                              <button
-                                type="button"
-                                class="icon-btn"
-                                aria-label={`${shown() !== undefined ? 'Hide' : 'Reveal'} value of ${s.secretKey}`}
-                                aria-pressed={shown() !== undefined}
-                                title={shown() !== undefined ? 'Hide value' : 'Reveal value'}
-                                onClick={() => void toggle(s)}
-                              >
-                                <Icon name={shown() !== undefined ? 'eye-off' : 'eye'} />
-                              </button>
-                              <CopyButton label={`Copy value of ${s.secretKey}`} text={() => fetchValue(s)} />
-                            </div>
-                            <ErrorText message={rowError()[s.id] || undefined} />
-                          </td>
-                          <td class="col-version">
-                            <Badge>v{s.version}</Badge>
-                          </td>
-                          <td class="col-actions">
-                            <div class="row-actions">
-                              <button type="button" class="icon-btn" aria-label={`Edit ${s.secretKey}`} title="Edit" onClick={() => setEditing(s)}>
-                                <Icon name="edit" />
-                              </button>
-                              <button type="button" class="icon-btn" aria-label={`History of ${s.secretKey}`} title="History" onClick={() => setHistory(s)}>
-                                <Icon name="history" />
-                              </button>
-                              <button type="button" class="icon-btn danger" aria-label={`Delete ${s.secretKey}`} title="Delete" onClick={() => setDeleting({ secret: s, level: 'plain' })}>
-                                <Icon name="trash" />
-                              </button>
-                            </div>
-                          </td>
-                        </tr>
-                      );
-                    }}
-                  </For>
-                </tbody>
-              </table>
-              <Show when={filtered().length === 0}>
-                <p class="muted-text">No key matches “{search()}”.</p>
-              </Show>
-              <Pager page={page()} pageSize={PAGE} total={filtered().length} onPage={setPage} label="Secrets pages" />
-            </Show>
-          </Show>
-        </Show>
+        <Loaded
+          of={secrets}
+          empty={
+            <Empty title={`No secrets in ${env()} ${path()}`}>
+              Add one, or paste several <span class="mono">KEY=value</span> lines at once.
+            </Empty>
+          }
+        >
+          {() => (
+            <>
+              <ListTable
+                list={list}
+                class="secrets-table"
+                label={`Secrets in ${env()} ${path()}`}
+                columns={['Key', 'Value', { label: 'Version', class: 'col-version' }]}
+                actions
+                pager="Secrets pages"
+                noun="key"
+              >
+                {(s) => {
+                  const shown = () => revealed()[s.id];
+                  return (
+                    <tr data-key={s.secretKey}>
+                      <th scope="row" class="mono key-cell">
+                        {s.secretKey}
+                        <Show when={s.secretComment}>
+                          <div class="muted-text small comment">{s.secretComment}</div>
+                        </Show>
+                      </th>
+                      <td class="value-cell">
+                        <div class="value-line">
+                          <Show when={shown() !== undefined} fallback={<span class="masked" aria-label="Hidden value">••••••••••••</span>}>
+                            <code class="value" data-testid="secret-value">
+                              {shown()}
+                            </code>
+                          </Show>
+                          <button
+                            type="button"
+                            class="icon-btn"
+                            aria-label={`${shown() !== undefined ? 'Hide' : 'Reveal'} value of ${s.secretKey}`}
+                            aria-pressed={shown() !== undefined}
+                            title={shown() !== undefined ? 'Hide value' : 'Reveal value'}
+                            onClick={() => void toggle(s)}
+                          >
+                            <Icon name={shown() !== undefined ? 'eye-off' : 'eye'} />
+                          </button>
+                          <CopyButton label={`Copy value of ${s.secretKey}`} text={() => fetchValue(s)} />
+                        </div>
+                        <ErrorText message={rowError()[s.id] || undefined} />
+                      </td>
+                      <td class="col-version">
+                        <Badge>v{s.version}</Badge>
+                      </td>
+                      <td class="col-actions">
+                        <div class="row-actions">
+                          <button type="button" class="icon-btn" aria-label={`Edit ${s.secretKey}`} title="Edit" onClick={() => setEditing(s)}>
+                            <Icon name="edit" />
+                          </button>
+                          <button type="button" class="icon-btn" aria-label={`History of ${s.secretKey}`} title="History" onClick={() => setHistory(s)}>
+                            <Icon name="history" />
+                          </button>
+                          <button type="button" class="icon-btn danger" aria-label={`Delete ${s.secretKey}`} title="Delete" onClick={() => setDeleting(s)}>
+                            <Icon name="trash" />
+                          </button>
+                        </div>
+                      </td>
+                    </tr>
+                  );
+                }}
+              </ListTable>
+            </>
+          )}
+        </Loaded>
       </div>
 
-      <SecretDialog open={adding()} scope={scope()} onClose={() => setAdding(false)} onSaved={refresh} />
-      <SecretDialog open={editing() !== undefined} scope={scope()} secret={editing()} onClose={() => setEditing(undefined)} onSaved={refresh} />
-      <BulkDialog open={bulk()} scope={scope()} existing={(secrets() ?? []).map((s) => s.secretKey)} onClose={() => setBulk(false)} onSaved={refresh} />
-      <HistoryDialog secret={history()} onClose={() => setHistory(undefined)} onRestored={refresh} />
-      <FolderDialog
-        open={newFolder()}
-        scope={scope()}
-        onClose={() => setNewFolder(false)}
-        onSaved={(name) => {
-          void refetchFolders();
-          go(env(), normalisePath(`${path()}/${name}`));
-        }}
-      />
+      <Dialog open={adding()} title="Add secret" onClose={() => setAdding(false)}>
+        <SecretForm scope={scope()} onSaved={refresh} />
+      </Dialog>
+      <Dialog open={editing() !== undefined} title={`Edit ${editing()?.secretKey ?? ''}`} onClose={() => setEditing(undefined)}>
+        <SecretForm scope={scope()} secret={editing()} onSaved={refresh} />
+      </Dialog>
+      <Dialog open={bulk()} title="Bulk paste" onClose={() => setBulk(false)} wide>
+        <BulkForm scope={scope()} existing={(valueOf(secrets) ?? []).map((s) => s.secretKey)} onSaved={refresh} />
+      </Dialog>
+      <Dialog open={history() !== undefined} title={`History of ${history()?.secretKey ?? ''}`} onClose={() => setHistory(undefined)} wide>
+        <History secret={history()!} onRestored={refresh} />
+      </Dialog>
+      <Dialog open={newFolder()} title="New folder" onClose={() => setNewFolder(false)}>
+        <FolderForm
+          scope={scope()}
+          onSaved={(name) => {
+            void refetchFolders();
+            go(env(), normalisePath(`${path()}/${name}`));
+          }}
+        />
+      </Dialog>
       <Confirm
         open={deleting() !== undefined}
         title="Delete secret"
         message={
           <>
-            Delete <strong class="mono">{deleting()?.secret.secretKey}</strong> from {env()} <span class="mono">{path()}</span>? Machines reading it will no longer get it.
+            Delete <strong class="mono">{deleting()?.secretKey}</strong> from {env()} <span class="mono">{path()}</span>? Machines reading it will no longer get it.
           </>
         }
-        confirmLabel={deleting()?.level === 'overrideImmutable' ? 'Delete protected key' : 'Delete secret'}
+        confirmLabel={(level) => (level === 'overrideImmutable' ? 'Delete protected key' : 'Delete secret')}
+        askAgain={(next) => (next === 'overrideImmutable' ? PROTECTED_KEY : undefined)}
         onClose={() => setDeleting(undefined)}
-        onConfirm={async () => {
-          const d = deleting()!;
-          try {
-            await api('DELETE', `/api/v4/secrets/${encodeURIComponent(d.secret.secretKey)}`, {
-              body: { ...scope(), overrideImmutable: d.level === 'overrideImmutable' || undefined },
-            });
-          } catch (err) {
-            const next = nextConfirmation(err, d.level);
-            if (next !== 'overrideImmutable') throw err;
-            setDeleting({ ...d, level: next });
-            throw new Error(PROTECTED_KEY);
-          }
+        onConfirm={async (level) => {
+          await api('DELETE', `/api/v4/secrets/${encodeURIComponent(deleting()!.secretKey)}`, {
+            body: { ...scope(), overrideImmutable: level === 'overrideImmutable' || undefined },
+          });
           refresh();
         }}
       />
-      <Confirm
+      <ConfirmDelete
+        what="folder"
         open={deletingFolder() !== undefined}
-        title="Delete folder"
         message={
-          <>
-            <p>
-              Delete the folder <strong class="mono">{deletingFolder()?.folder.name}</strong>?
-            </p>
-          </>
+          <p>
+            Delete the folder <strong class="mono">{deletingFolder()?.name}</strong>?
+          </p>
         }
-        confirmLabel={DELETE_LABEL[deletingFolder()?.level ?? 'plain']('folder')}
         onClose={() => setDeletingFolder(undefined)}
-        onConfirm={async () => {
-          const d = deletingFolder()!;
-          try {
-            await api('DELETE', `/api/v2/folders/${encodeURIComponent(d.folder.id)}`, {
-              body: { projectId: props.project.id, environment: env(), path: path(), ...confirmationFlags(d.level) },
-            });
-          } catch (err) {
-            const next = nextConfirmation(err, d.level);
-            if (!next) throw err;
-            setDeletingFolder({ ...d, level: next });
-            throw new Error(ASK_AGAIN[next]('folder'));
-          }
+        onConfirm={async (level) => {
+          await api('DELETE', `/api/v2/folders/${encodeURIComponent(deletingFolder()!.id)}`, {
+            body: { projectId: props.project.id, environment: env(), path: path(), ...confirmationFlags(level) },
+          });
           void refetchFolders();
         }}
       />
@@ -383,228 +348,151 @@ type Scope = { projectId: string; environment: string; secretPath: string };
 
 const PROTECTED_KEY = 'This key is marked as never changing: consumers may break if it changes. Confirm again to do it anyway.';
 
-function SecretDialog(props: { open: boolean; scope: Scope; secret?: Secret; onClose: () => void; onSaved: () => void }) {
-  const [key, setKey] = createSignal('');
+/** Adds a secret, or edits one (its value is fetched when the form opens). */
+function SecretForm(props: { scope: Scope; secret?: Secret; onSaved: () => void }) {
+  const dialog = useDialog();
+  const [key, setKey] = createSignal(props.secret?.secretKey ?? '');
   const [value, setValue] = createSignal('');
-  const [comment, setComment] = createSignal('');
-  const [error, setError] = createSignal<string>();
-  const [busy, setBusy] = createSignal(false);
+  const [comment, setComment] = createSignal(props.secret?.secretComment ?? '');
   const [loading, setLoading] = createSignal(false);
-  // Set when the API refused a change of a key marked as never changing: saving again overrides.
-  const [override, setOverride] = createSignal(false);
-  const ids = { key: useId('skey'), value: useId('svalue'), comment: useId('scomment') };
+  const action = createAction();
+  // A change of a key marked as never changing is refused until it is saved again, with the override.
+  const confirmation = createConfirmation((next) => (props.secret && next === 'overrideImmutable' ? PROTECTED_KEY : undefined));
+  const override = () => confirmation.level() === 'overrideImmutable';
+  const valueId = useId('svalue');
 
-  createEffect(
-    on(
-      () => [props.open, props.secret] as const,
-      async ([open, secret]) => {
-        setError(undefined);
-        setOverride(false);
-        if (!open) return;
-        setKey(secret?.secretKey ?? '');
-        setComment(secret?.secretComment ?? '');
-        setValue('');
-        if (secret) {
-          setLoading(true);
-          try {
-            const r = await api<{ secret: Secret }>('GET', `/api/v4/secrets/${encodeURIComponent(secret.secretKey)}`, { query: props.scope });
-            setValue(r.secret.secretValue);
-          } catch (err) {
-            setError(errorText(err));
-          } finally {
-            setLoading(false);
-          }
-        }
-      },
-    ),
-  );
-
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setBusy(true);
-    setError(undefined);
+  onMount(async () => {
+    const secret = props.secret;
+    if (!secret) return;
+    setLoading(true);
     try {
-      if (props.secret) {
-        const renamed = key().trim() !== props.secret.secretKey;
-        await api('PATCH', `/api/v4/secrets/${encodeURIComponent(props.secret.secretKey)}`, {
-          body: {
-            ...props.scope,
-            secretValue: value(),
-            secretComment: comment(),
-            newSecretName: renamed ? key().trim() : undefined,
-            overrideImmutable: override() || undefined,
-          },
-        });
-      } else {
-        await api('POST', `/api/v4/secrets/${encodeURIComponent(key().trim())}`, { body: { ...props.scope, secretValue: value(), secretComment: comment() || undefined } });
-      }
-      props.onSaved();
-      props.onClose();
+      setValue((await readSecret(props.scope, secret.secretKey)).secretValue);
     } catch (err) {
-      if (props.secret && nextConfirmation(err, override() ? 'overrideImmutable' : 'plain') === 'overrideImmutable') {
-        setOverride(true);
-        setError(PROTECTED_KEY);
-      } else setError(errorText(err));
+      action.setError(errorText(err));
     } finally {
-      setBusy(false);
+      setLoading(false);
+    }
+  });
+
+  const send = async (level: Confirmation) => {
+    if (props.secret) {
+      const renamed = key().trim() !== props.secret.secretKey;
+      await api('PATCH', `/api/v4/secrets/${encodeURIComponent(props.secret.secretKey)}`, {
+        body: {
+          ...props.scope,
+          secretValue: value(),
+          secretComment: comment(),
+          newSecretName: renamed ? key().trim() : undefined,
+          overrideImmutable: level === 'overrideImmutable' || undefined,
+        },
+      });
+    } else {
+      await api('POST', `/api/v4/secrets/${encodeURIComponent(key().trim())}`, { body: { ...props.scope, secretValue: value(), secretComment: comment() || undefined } });
     }
   };
 
   return (
-    <Dialog open={props.open} title={props.secret ? `Edit ${props.secret.secretKey}` : 'Add secret'} onClose={props.onClose}>
-      <form class="stack" onSubmit={submit}>
-        <p class="muted-text small">
-          In <strong>{props.scope.environment}</strong> <span class="mono">{props.scope.secretPath}</span>
-        </p>
-        <Field label="Key" for={ids.key}>
-          <input id={ids.key} class="mono" required maxlength="255" value={key()} onInput={(e) => setKey(e.currentTarget.value)} autocomplete="off" spellcheck={false} />
-        </Field>
-        <Field label="Value" for={ids.value}>
-          <textarea id={ids.value} class="mono" rows="4" value={value()} onInput={(e) => setValue(e.currentTarget.value)} disabled={loading()} autocomplete="off" spellcheck={false} />
-        </Field>
-        <Field label="Comment (optional)" for={ids.comment}>
-          <input id={ids.comment} value={comment()} onInput={(e) => setComment(e.currentTarget.value)} autocomplete="off" />
-        </Field>
-        <ErrorText message={error()} />
-        <div class="actions">
-          <Button onClick={props.onClose}>Cancel</Button>
-          <Button type="submit" variant={override() ? 'danger' : 'primary'} busy={busy()} disabled={loading()}>
-            {props.secret ? (override() ? 'Save anyway' : 'Save changes') : 'Add secret'}
-          </Button>
-        </div>
-      </form>
-    </Dialog>
+    <DialogForm
+      action={action}
+      onSubmit={async () => {
+        await confirmation.attempt(send);
+        props.onSaved();
+        dialog.close();
+      }}
+      submitLabel={props.secret ? (override() ? 'Save anyway' : 'Save changes') : 'Add secret'}
+      submitVariant={override() ? 'danger' : 'primary'}
+      submitDisabled={loading()}
+    >
+      <p class="muted-text small">
+        In <strong>{props.scope.environment}</strong> <span class="mono">{props.scope.secretPath}</span>
+      </p>
+      <TextField label="Key" class="mono" required maxlength="255" value={key()} onValue={setKey} autocomplete="off" spellcheck={false} />
+      <Field label="Value" for={valueId}>
+        <textarea id={valueId} class="mono" rows="4" value={value()} onInput={(e) => setValue(e.currentTarget.value)} disabled={loading()} autocomplete="off" spellcheck={false} />
+      </Field>
+      <TextField label="Comment (optional)" value={comment()} onValue={setComment} autocomplete="off" />
+    </DialogForm>
   );
 }
 
-function BulkDialog(props: { open: boolean; scope: Scope; existing: string[]; onClose: () => void; onSaved: () => void }) {
+/** Many KEY=value lines at once: checked as they are typed, added all or none. */
+function BulkForm(props: { scope: Scope; existing: string[]; onSaved: () => void }) {
+  const dialog = useDialog();
   const [text, setText] = createSignal('');
-  const [error, setError] = createSignal<string>();
-  const [busy, setBusy] = createSignal(false);
   const id = useId('bulk');
   const parsed = createMemo(() => parseBulk(text()));
   const clashes = createMemo(() => {
     const have = new Set(props.existing);
     return parsed().entries.filter((e) => have.has(e.key)).map((e) => e.key);
   });
-  const close = () => {
-    setText('');
-    setError(undefined);
-    props.onClose();
-  };
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setError(undefined);
+  const submit = async () => {
     if (parsed().errors.length > 0 || parsed().entries.length === 0) {
-      setError(parsed().entries.length === 0 ? 'Paste at least one KEY=value line' : 'Fix the lines listed above first');
-      return;
+      throw new Error(parsed().entries.length === 0 ? 'Paste at least one KEY=value line' : 'Fix the lines listed above first');
     }
-    setBusy(true);
-    try {
-      await api('POST', '/api/v4/secrets/batch', { body: { ...props.scope, secrets: parsed().entries.map((x) => ({ secretKey: x.key, secretValue: x.value })) } });
-      props.onSaved();
-      close();
-    } catch (err) {
-      setError(errorText(err));
-    } finally {
-      setBusy(false);
-    }
+    await api('POST', '/api/v4/secrets/batch', { body: { ...props.scope, secrets: parsed().entries.map((x) => ({ secretKey: x.key, secretValue: x.value })) } });
+    props.onSaved();
+    dialog.close();
   };
   return (
-    <Dialog open={props.open} title="Bulk paste" onClose={close} wide>
-      <form class="stack" onSubmit={submit}>
-        <Field
-          label="KEY=value lines"
-          for={id}
-          hint={
-            <>
-              One secret per line into <strong>{props.scope.environment}</strong> <span class="mono">{props.scope.secretPath}</span>. Blank lines and lines starting with # are skipped; quotes around a value are removed. All are added or none.
-            </>
-          }
-        >
-          <textarea id={id} class="mono" rows="12" value={text()} onInput={(e) => setText(e.currentTarget.value)} spellcheck={false} autocomplete="off" placeholder={'DATABASE_URL=postgres://…\nAPI_KEY=…'} />
-        </Field>
-        <div class="bulk-summary" aria-live="polite">
-          <Badge tone={parsed().entries.length ? 'accent' : 'neutral'}>{parsed().entries.length} secrets</Badge>
-          <Show when={clashes().length > 0}>
-            <span class="warn-text small">Already here: {clashes().join(', ')}</span>
-          </Show>
-        </div>
-        <Show when={parsed().errors.length > 0}>
-          <ul class="error-list" role="alert">
-            <For each={parsed().errors.slice(0, 8)}>{(m) => <li>{m}</li>}</For>
-          </ul>
+    <DialogForm onSubmit={submit} submitLabel={<>Add {parsed().entries.length || ''} secrets</>}>
+      <Field
+        label="KEY=value lines"
+        for={id}
+        hint={
+          <>
+            One secret per line into <strong>{props.scope.environment}</strong> <span class="mono">{props.scope.secretPath}</span>. Blank lines and lines starting with # are skipped; quotes around a value are removed. All are added or none.
+          </>
+        }
+      >
+        <textarea id={id} class="mono" rows="12" value={text()} onInput={(e) => setText(e.currentTarget.value)} spellcheck={false} autocomplete="off" placeholder={'DATABASE_URL=postgres://…\nAPI_KEY=…'} />
+      </Field>
+      <div class="bulk-summary" aria-live="polite">
+        <Badge tone={parsed().entries.length ? 'accent' : 'neutral'}>{parsed().entries.length} secrets</Badge>
+        <Show when={clashes().length > 0}>
+          <span class="warn-text small">Already here: {clashes().join(', ')}</span>
         </Show>
-        <ErrorText message={error()} />
-        <div class="actions">
-          <Button onClick={close}>Cancel</Button>
-          <Button type="submit" variant="primary" busy={busy()}>
-            Add {parsed().entries.length || ''} secrets
-          </Button>
-        </div>
-      </form>
-    </Dialog>
+      </div>
+      <Show when={parsed().errors.length > 0}>
+        <ul class="error-list" role="alert">
+          <For each={parsed().errors.slice(0, 8)}>{(m) => <li>{m}</li>}</For>
+        </ul>
+      </Show>
+    </DialogForm>
   );
 }
 
-function HistoryDialog(props: { secret: Secret | undefined; onClose: () => void; onRestored: () => void }) {
+/** The versions of one secret, newest first, a page at a time; any older one can be restored. */
+function History(props: { secret: Secret; onRestored: () => void }) {
+  const dialog = useDialog();
   const [page, setPage] = createSignal(0);
   const [shown, setShown] = createSignal<Record<number, boolean>>({});
-  const [error, setError] = createSignal<string>();
-  const [busy, setBusy] = createSignal<number>();
-  createEffect(
-    on(
-      () => props.secret?.id,
-      () => {
-        setPage(0);
-        setShown({});
-        setError(undefined);
-      },
-    ),
-  );
+  const restoring = createAction();
   const [versions] = createResource(
-    () => (props.secret ? { id: props.secret.id, page: page() } : undefined),
+    () => ({ id: props.secret.id, page: page() }),
     (q) =>
       api<{ secretVersions: SecretVersion[] }>('GET', `/api/v1/secret/${q.id}/secret-versions`, { query: { offset: q.page * HISTORY_PAGE, limit: HISTORY_PAGE + 1 } }).then(
         (r) => r.secretVersions,
       ),
   );
-  const latest = () => props.secret?.version;
-  const restore = async (v: SecretVersion) => {
-    setBusy(v.version);
-    setError(undefined);
-    try {
-      await api('POST', `/api/v1/secret/${props.secret!.id}/secret-versions/${v.version}/restore`, { body: {} });
+  const latest = () => props.secret.version;
+  const restore = (v: SecretVersion) =>
+    restoring.run(async () => {
+      await api('POST', `/api/v1/secret/${props.secret.id}/secret-versions/${v.version}/restore`, { body: {} });
       props.onRestored();
-      props.onClose();
-    } catch (err) {
-      setError(errorText(err));
-    } finally {
-      setBusy(undefined);
-    }
-  };
+      dialog.close();
+    }, v.version);
   return (
-    <Dialog open={props.secret !== undefined} title={`History of ${props.secret?.secretKey ?? ''}`} onClose={props.onClose} wide>
-      <ErrorText message={error() ?? (versions.error ? errorText(versions.error) : undefined)} />
-      <Show when={versions()} fallback={<Show when={!versions.error}><Loading /></Show>}>
-        <table class="table">
-          <thead>
-            <tr>
-              <th scope="col">Version</th>
-              <th scope="col">Value</th>
-              <th scope="col">When</th>
-              <th scope="col" class="col-actions">
-                <span class="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            <For each={versions()!.slice(0, HISTORY_PAGE)}>
+    <>
+      <ErrorText message={restoring.error()} />
+      <Loaded of={versions}>
+        {(list) => (
+          <>
+            <Table columns={['Version', 'Value', 'When']} actions each={list().slice(0, HISTORY_PAGE)}>
               {(v) => (
                 <tr>
                   <td>
                     <Badge tone={v.version === latest() ? 'good' : 'neutral'}>v{v.version}</Badge>
-                    <Show when={v.secretKey !== props.secret?.secretKey}>
+                    <Show when={v.secretKey !== props.secret.secretKey}>
                       <div class="muted-text small mono">{v.secretKey}</div>
                     </Show>
                   </td>
@@ -627,62 +515,48 @@ function HistoryDialog(props: { secret: Secret | undefined; onClose: () => void;
                   <td class="nowrap small">{formatDate(v.createdAt)}</td>
                   <td class="col-actions">
                     <Show when={v.version !== latest()} fallback={<span class="muted-text small">current</span>}>
-                      <Button size="sm" busy={busy() === v.version} aria-label={`Restore version ${v.version}`} onClick={() => void restore(v)}>
+                      <Button size="sm" busy={restoring.running() === v.version} aria-label={`Restore version ${v.version}`} onClick={() => void restore(v)}>
                         <Icon name="history" /> Restore
                       </Button>
                     </Show>
                   </td>
                 </tr>
               )}
-            </For>
-          </tbody>
-        </table>
-        <Pager page={page()} pageSize={HISTORY_PAGE} hasMore={(versions()?.length ?? 0) > HISTORY_PAGE} onPage={setPage} label="History pages" />
-        <p class="muted-text small">Restoring makes the chosen version's value the newest version; history is kept.</p>
-      </Show>
-    </Dialog>
+            </Table>
+            <Pager page={page()} pageSize={HISTORY_PAGE} hasMore={list().length > HISTORY_PAGE} onPage={setPage} label="History pages" />
+            <p class="muted-text small">Restoring makes the chosen version's value the newest version; history is kept.</p>
+          </>
+        )}
+      </Loaded>
+    </>
   );
 }
 
-function FolderDialog(props: { open: boolean; scope: Scope; onClose: () => void; onSaved: (name: string) => void }) {
+function FolderForm(props: { scope: Scope; onSaved: (name: string) => void }) {
+  const dialog = useDialog();
   const [name, setName] = createSignal('');
-  const [error, setError] = createSignal<string>();
-  const [busy, setBusy] = createSignal(false);
-  const id = useId('fname');
-  const close = () => {
-    setName('');
-    setError(undefined);
-    props.onClose();
-  };
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
-      await api('POST', '/api/v2/folders', { body: { projectId: props.scope.projectId, environment: props.scope.environment, path: props.scope.secretPath, name: name().trim() } });
-      const n = name().trim();
-      close();
-      props.onSaved(n);
-    } catch (err) {
-      setError(errorText(err));
-    } finally {
-      setBusy(false);
-    }
+  const submit = async () => {
+    await api('POST', '/api/v2/folders', { body: { projectId: props.scope.projectId, environment: props.scope.environment, path: props.scope.secretPath, name: name().trim() } });
+    const n = name().trim();
+    dialog.close();
+    props.onSaved(n);
   };
   return (
-    <Dialog open={props.open} title="New folder" onClose={close}>
-      <form class="stack" onSubmit={submit}>
-        <Field label="Folder name" for={id} hint={<>Created in {props.scope.environment} <span class="mono">{props.scope.secretPath}</span>.</>}>
-          <input id={id} class="mono" required maxlength="64" value={name()} onInput={(e) => setName(e.currentTarget.value)} autocomplete="off" />
-        </Field>
-        <ErrorText message={error()} />
-        <div class="actions">
-          <Button onClick={close}>Cancel</Button>
-          <Button type="submit" variant="primary" busy={busy()}>
-            Create folder
-          </Button>
-        </div>
-      </form>
-    </Dialog>
+    <DialogForm onSubmit={submit} submitLabel="Create folder">
+      <TextField
+        label="Folder name"
+        hint={
+          <>
+            Created in {props.scope.environment} <span class="mono">{props.scope.secretPath}</span>.
+          </>
+        }
+        class="mono"
+        required
+        maxlength="64"
+        value={name()}
+        onValue={setName}
+        autocomplete="off"
+      />
+    </DialogForm>
   );
 }

@@ -1,0 +1,50 @@
+import { createContext, createEffect, onCleanup, Show, useContext, type ParentProps } from 'solid-js';
+import { Icon } from './Icon';
+import { useId } from './useId';
+
+const DialogContext = createContext<{ close: () => void }>();
+
+/** The dialog a form is in, for its Cancel button and for closing it when done. */
+export function useDialog(): { close: () => void } {
+  const dialog = useContext(DialogContext);
+  if (!dialog) throw new Error('useDialog outside a Dialog');
+  return dialog;
+}
+
+/**
+ * A modal on the native <dialog>: focus trap, Escape and inert background for free. Its
+ * content exists only while it is open, so a form inside starts afresh at every opening.
+ */
+export function Dialog(props: ParentProps<{ open: boolean; title: string; onClose: () => void; wide?: boolean }>) {
+  let ref!: HTMLDialogElement;
+  const titleId = useId('dlg');
+  createEffect(() => {
+    if (props.open && !ref.open) ref.showModal();
+    else if (!props.open && ref.open) ref.close();
+  });
+  onCleanup(() => ref?.open && ref.close());
+  return (
+    <dialog
+      ref={ref}
+      class={`dialog ${props.wide ? 'dialog-wide' : ''}`}
+      aria-labelledby={titleId}
+      onClose={() => props.open && props.onClose()}
+      onCancel={(e) => {
+        e.preventDefault();
+        props.onClose();
+      }}
+    >
+      <Show when={props.open}>
+        <header class="dialog-head">
+          <h2 id={titleId}>{props.title}</h2>
+          <button type="button" class="icon-btn" aria-label="Close dialog" onClick={() => props.onClose()}>
+            <Icon name="x" />
+          </button>
+        </header>
+        <div class="dialog-body">
+          <DialogContext.Provider value={{ close: () => props.onClose() }}>{props.children}</DialogContext.Provider>
+        </div>
+      </Show>
+    </dialog>
+  );
+}
