@@ -158,6 +158,6 @@ export async function seedHomelab(svc: RunningService['services']): Promise<Seed
   const identity = await svc.identities.create(SYSTEM, { name: 'homelab-eso' });
   const ua = await svc.identities.attachUniversalAuth(SYSTEM, identity.id);
   const { clientSecret } = await svc.identities.createClientSecret(SYSTEM, identity.id);
-  await svc.identities.setProjectRole(SYSTEM, { project: { id: project.id }, identityId: identity.id, role: 'member' });
+  await svc.memberships.upsertIdentity(SYSTEM, { project: { id: project.id }, identityId: identity.id, role: 'member' });
   return { projectId: project.id, clientId: ua.clientId, clientSecret, secretCount: Object.keys(secrets).length };
 }

@@ -52,12 +52,14 @@ const schema = z.object({
   SESSION_TTL_SECONDS: setting(integer(60).default(43200)),
   COOKIE_SECURE: setting(z.enum(['auto', 'always', 'never']).default('auto')),
   LOG_LEVEL: setting(z.enum(LOG_LEVELS).default('info')),
+  AUDIT_HEAD_LOG_EVERY: setting(integer(1).default(1000)),
 });
 
 export interface Config {
   nodeEnv: string;
   /** Deleted by createServices once the crypto workers hold the key. */
   encryptionKey: string;
+  /** Zeroed and deleted by createServices once the keys derived from it exist. */
   authSecret: Buffer;
   port: number;
   host: string;
@@ -73,6 +75,8 @@ export interface Config {
   /** auto: Secure when X-Forwarded-Proto says the client used TLS. */
   cookieSecure: 'auto' | 'always' | 'never';
   logLevel: LogLevel;
+  /** The audit chain's head is logged every this many entries (and at shutdown). */
+  auditHeadLogEvery: number;
 }
 
 export class ConfigError extends Error {}
@@ -108,6 +112,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     sessionTtlSeconds: e.SESSION_TTL_SECONDS,
     cookieSecure: e.COOKIE_SECURE,
     logLevel: e.LOG_LEVEL,
+    auditHeadLogEvery: e.AUDIT_HEAD_LOG_EVERY,
   };
 }
 

@@ -1,5 +1,7 @@
 // One error table for the service. Domain code throws AppError with a stable code;
 // server/http maps it to the Infisical-shaped JSON body in exactly one place.
+import { CryptoError } from '../crypto/index.js';
+import { AuditChainError } from '../storage/audit.js';
 import { classifyStorageError } from '../storage/errors.js';
 
 export const ERROR_TABLE = {
@@ -62,6 +64,19 @@ export function toErrorBody(err: unknown, reqId: string): { status: number; body
     };
     if (err.details !== undefined) body.details = err.details;
     return { status: entry.status, body, headers: err.headers };
+  }
+  // The crypto workers are gone (the process is about to restart): a dependency outage.
+  if (err instanceof CryptoError && err.code === 'KEY_UNAVAILABLE') {
+    return toErrorBody(new AppError('UNAVAILABLE', 'Encryption is unavailable; retry shortly', { headers: { 'Retry-After': '5' } }), reqId);
+  }
+  // An edited or missing audit anchor: nothing can be audited, so nothing was changed.
+  if (err instanceof AuditChainError) {
+    return toErrorBody(
+      new AppError('INTERNAL', 'The audit trail cannot be extended (its head anchor is missing or was edited); nothing was changed', {
+        errorName: 'AuditTrailBroken',
+      }),
+      reqId,
+    );
   }
   const storage = classifyStorageError(err);
   if (storage) {

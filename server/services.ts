@@ -6,16 +6,23 @@ import { createStore, type Store } from '../storage/index.js';
 import { sweepAccessTokens } from '../storage/identities.js';
 import { migrate } from '../storage/migrate.js';
 import { authenticator, type Authenticator } from './auth/authenticate.js';
-import { identityTokens, loginAttemptKeys, userSessionTokens } from './auth/tokens.js';
+import { deriveAuthKeys } from './auth/tokens.js';
 import type { Config } from './config.js';
 import { accessControl, type AccessControl } from './domain/access.js';
-import { openAuditKey } from './domain/audit.js';
+import { auditDomain, auditHeadLog, openAuditKey, TRAIL_MISSING_WARNING, type AuditDomain } from './domain/audit.js';
 import { createCaches, type Caches } from './domain/caches.js';
+import { environmentsDomain, type EnvironmentsDomain } from './domain/environments.js';
+import { exportDomain, type ExportDomain } from './domain/export.js';
+import { foldersDomain, type FoldersDomain } from './domain/folders.js';
 import { identitiesDomain, type IdentitiesDomain } from './domain/identities.js';
 import { openKeyring, type Keyring } from './domain/keyring.js';
 import { machineAuth, type MachineAuth } from './domain/machineAuth.js';
+import { membershipsDomain, type MembershipsDomain } from './domain/memberships.js';
+import { writePipeline, type WritePipeline } from './domain/pipeline.js';
 import { projectsDomain, type ProjectsDomain } from './domain/projects.js';
+import { secretVersionsDomain, type SecretVersionsDomain } from './domain/secretVersions.js';
 import { secretsDomain, type SecretsDomain } from './domain/secrets.js';
+import { folderSnapshots } from './domain/snapshots.js';
 import { usersDomain, type UsersDomain } from './domain/users.js';
 
 export interface Services {
@@ -26,10 +33,18 @@ export interface Services {
   bus: CacheBus;
   caches: Caches;
   access: AccessControl;
+  /** The write pipeline every change goes through. */
+  changes: WritePipeline;
   machineAuth: MachineAuth;
   secrets: SecretsDomain;
+  secretVersions: SecretVersionsDomain;
+  exports: ExportDomain;
   projects: ProjectsDomain;
+  environments: EnvironmentsDomain;
+  folders: FoldersDomain;
   identities: IdentitiesDomain;
+  memberships: MembershipsDomain;
+  audit: AuditDomain;
   users: UsersDomain;
   auth: Authenticator;
   config: Pick<Config, 'sessionTtlSeconds' | 'cookieSecure'>;
@@ -113,6 +128,11 @@ export async function createServices(config: Config, log: Logger): Promise<Servi
     delete process.env.ENCRYPTION_KEY;
     const keyring = await openKeyring(boot, crypto);
     const store = createStore(db.sql, { auditKey: await openAuditKey(boot, crypto) });
+    // Said at every start: the evidence stays in the anchor, the service keeps serving.
+    if ((await store.audit.anchor())?.trailMissing) log.error(TRAIL_MISSING_WARNING);
+    const heads = auditHeadLog({ store, log: (line) => log.info(line), every: config.auditHeadLogEvery });
+    // The last head before the database closes, for the log store.
+    cleanups.push(() => heads.emit());
 
     const sweep = periodically(ACCESS_TOKEN_SWEEP_MS, async () => {
       const deleted = await sweepAccessTokens(db.sql, { graceSeconds: ACCESS_TOKEN_GRACE_SECONDS });
@@ -126,26 +146,25 @@ export async function createServices(config: Config, log: Logger): Promise<Servi
       ? await redisBus(config.redisUrl, { namespace, waitMs: config.dbWaitMs, log: (m) => log.warn(m) })
       : memoryBus();
     cleanups.push(() => bus.close());
+    // AUTH_SECRET's bytes are zeroed once its per-purpose keys exist; the field goes too.
+    const authKeys = deriveAuthKeys(config.authSecret);
+    delete (config as Partial<Config>).authSecret;
     const caches = createCaches(bus);
     const access = accessControl({ store, caches });
+    const changes = writePipeline({ store, bus, access, onCommitted: (c) => heads.committed(c.events.length) });
+    const snapshots = folderSnapshots({ store, caches });
     const lockout = { maxAttempts: config.loginMaxAttempts, seconds: config.loginLockoutSeconds };
     const users = await usersDomain({
       store,
       crypto,
-      sessions: userSessionTokens(config.authSecret),
-      emailKey: loginAttemptKeys(config.authSecret),
+      sessions: authKeys.sessions,
+      emailKey: authKeys.loginAttempts,
       bus,
+      changes,
       sessionTtlSeconds: config.sessionTtlSeconds,
       lockout,
     });
-    const machine = machineAuth({
-        store,
-        keyring,
-        tokens: identityTokens(config.authSecret),
-        caches,
-        bus,
-        lockout,
-    });
+    const machine = machineAuth({ store, keyring, tokens: authKeys.identity, caches, changes, lockout });
     return {
       db,
       store,
@@ -154,13 +173,20 @@ export async function createServices(config: Config, log: Logger): Promise<Servi
       bus,
       caches,
       access,
+      changes,
       machineAuth: machine,
       users,
       auth: authenticator({ machineAuth: machine, users }),
       config: { sessionTtlSeconds: config.sessionTtlSeconds, cookieSecure: config.cookieSecure },
-      secrets: secretsDomain({ store, crypto, access, caches, bus }),
-      projects: projectsDomain({ store, crypto, access, bus }),
-      identities: identitiesDomain({ store, keyring, access, bus }),
+      secrets: secretsDomain({ store, crypto, access, snapshots, changes }),
+      secretVersions: secretVersionsDomain({ store, crypto, access, changes }),
+      exports: exportDomain({ crypto, access, snapshots, changes }),
+      projects: projectsDomain({ store, crypto, access, changes }),
+      environments: environmentsDomain({ changes }),
+      folders: foldersDomain({ store, access, changes }),
+      identities: identitiesDomain({ store, keyring, changes }),
+      memberships: membershipsDomain({ store, access, changes }),
+      audit: auditDomain({ store, access }),
       close,
     };
   } catch (err) {

@@ -84,6 +84,11 @@ export interface AuditHead {
   /** 0 while the trail is empty. */
   lastId: number;
   lastMac: Buffer;
+  /**
+   * The chain was started over an instance that already held data but no trail: the
+   * trail before it was deleted. Set once, at the anchor's creation, under its MAC.
+   */
+  trailMissing: boolean;
 }
 
 interface AnchorRow extends AuditHead {
@@ -97,9 +102,11 @@ interface AnchorRow extends AuditHead {
  * were re-hashed, or the anchor's count, last id or last MAC was edited);
  * `anchor-invalid` the chain ends where the anchor says but the anchor's MAC does not
  * hold (its MAC or key was edited); `recorded-head-missing` the head recorded out of
- * band is not in the chain (rolled back to an older copy).
+ * band is not in the chain (rolled back to an older copy); `trail-missing` the chain
+ * verifies, but it was started over an instance that already held data with no trail
+ * left (the whole trail, its key and its anchor had been deleted).
  */
-export type AuditBreak = 'entry' | 'anchor-missing' | 'anchor-invalid' | 'head-mismatch' | 'recorded-head-missing';
+export type AuditBreak = 'entry' | 'anchor-missing' | 'anchor-invalid' | 'head-mismatch' | 'recorded-head-missing' | 'trail-missing';
 
 export type AuditVerification =
   | { ok: true; entries: number; head: AuditHead }
@@ -184,7 +191,8 @@ function entryMessage(r: ChainRow): string {
  */
 function headMessage(h: Omit<AuditHead, 'lastMac'>, last: ChainRow | undefined): string {
   const link = last === undefined ? 'genesis' : last.chain === KEYED ? entryMessage(last) : `legacy:${last.hash.toString('hex')}`;
-  return JSON.stringify([HEAD_LABEL, h.keyId, h.entries, h.legacyEntries, h.lastId, link]);
+  // The marker only when set: anchors written before it existed keep their MAC.
+  return JSON.stringify([HEAD_LABEL, h.keyId, h.entries, h.legacyEntries, h.lastId, link, ...(h.trailMissing ? ['trail-missing'] : [])]);
 }
 
 /** The rule of entries written before the chain was keyed (chain = 1); unchanged. */
@@ -214,7 +222,7 @@ const sameBytes = (a: Buffer, b: Buffer) => a.length === b.length && timingSafeE
 // computed itself is remembered.
 const knownAnchors = new WeakMap<AuditKey, string>();
 const anchorFingerprint = (a: AnchorRow) =>
-  [a.keyId, a.entries, a.legacyEntries, a.lastId, a.lastMac.toString('hex'), a.mac.toString('hex')].join('|');
+  [a.keyId, a.entries, a.legacyEntries, a.lastId, a.lastMac.toString('hex'), a.mac.toString('hex'), a.trailMissing].join('|');
 
 /**
  * The messages that prove an anchor, given the newest entry it names: its own MAC and,
@@ -252,7 +260,7 @@ async function anchorHolds(key: AuditKey, a: AnchorRow, sql: Queryable): Promise
   return true;
 }
 
-const ANCHOR_COLUMNS = 'key_id, entries, legacy_entries, last_id, last_mac, mac';
+const ANCHOR_COLUMNS = 'key_id, entries, legacy_entries, last_id, last_mac, mac, trail_missing';
 
 async function readAnchor(sql: Queryable): Promise<AnchorRow | undefined> {
   const [row] = await sql<AnchorRow[]>`select ${sql.unsafe(ANCHOR_COLUMNS)} from audit_chain_head where id = 1`;
@@ -281,11 +289,28 @@ export function auditStore(sql: Queryable, key?: AuditKey) {
     },
 
     /**
+     * Whether the instance holds what a trail should have recorded (projects, machine
+     * identities or people) that no entry left in the table can account for: none at all,
+     * or only entries from before the chain was keyed, older than the newest such row.
+     * Asked before anchoring anew: a true answer means the trail was deleted.
+     */
+    async trailMissing(tx: Tx): Promise<boolean> {
+      const [r] = await tx<{ missing: boolean }[]>`with newest as (
+          select greatest((select max(created_at) from projects), (select max(created_at) from identities),
+            (select max(created_at) from users)) as at),
+        trail as (select count(*) filter (where chain <> ${LEGACY}) as keyed, max(at) as last from audit_log)
+        select (select at from newest) is not null and (select keyed from trail) = 0
+          and ((select last from trail) is null or (select last from trail) < (select at from newest)) as missing`;
+      return r!.missing;
+    },
+
+    /**
      * Anchors the chain for the first time, under `k`, at its current end: every entry
      * so far is a legacy one. Call with lockChain held. Refuses when keyed entries exist
-     * (their anchor was removed: anchoring anew would hide that).
+     * (their anchor was removed: anchoring anew would hide that). `trailMissing` (see
+     * above) is sealed into the anchor for good.
      */
-    async createAnchor(tx: Tx, k: AuditKey): Promise<void> {
+    async createAnchor(tx: Tx, k: AuditKey, opts: { trailMissing?: boolean } = {}): Promise<void> {
       const [counts] = await tx<{ all: number; keyed: number }[]>`select count(*)::int as all,
         (count(*) filter (where chain <> ${LEGACY}))::int as keyed from audit_log`;
       if (counts!.keyed > 0) throw new AuditChainError('keyed-entries-exist');
@@ -296,10 +321,11 @@ export function auditStore(sql: Queryable, key?: AuditKey) {
         legacyEntries: counts!.all,
         lastId: last?.id ?? 0,
         lastMac: last?.hash ?? GENESIS,
+        trailMissing: opts.trailMissing ?? false,
       };
       const mac = (await k.macs([headMessage(head, last)]))[0]!;
-      await tx`insert into audit_chain_head (id, key_id, entries, legacy_entries, last_id, last_mac, mac)
-        values (1, ${head.keyId}, ${head.entries}, ${head.legacyEntries}, ${head.lastId}, ${head.lastMac}, ${mac})`;
+      await tx`insert into audit_chain_head (id, key_id, entries, legacy_entries, last_id, last_mac, mac, trail_missing)
+        values (1, ${head.keyId}, ${head.entries}, ${head.legacyEntries}, ${head.lastId}, ${head.lastMac}, ${mac}, ${head.trailMissing})`;
       knownAnchors.set(k, anchorFingerprint({ ...head, mac }));
     },
 
@@ -339,7 +365,14 @@ export function auditStore(sql: Queryable, key?: AuditKey) {
         ip: e.ip ?? null,
       };
       entry.atUs = entry.at.getTime() * 1000;
-      const head: AuditHead = { keyId: k.keyId, entries: anchor.entries + 1, legacyEntries: anchor.legacyEntries, lastId: entry.id, lastMac: GENESIS };
+      const head: AuditHead = {
+        keyId: k.keyId,
+        entries: anchor.entries + 1,
+        legacyEntries: anchor.legacyEntries,
+        lastId: entry.id,
+        lastMac: GENESIS,
+        trailMissing: anchor.trailMissing,
+      };
       const messages = [entryMessage(entry), headMessage(head, entry)];
       // Extending an edited anchor would make the edit valid: prove it first, unless it is
       // the one this process wrote last (then the proof goes into the same task).
@@ -465,9 +498,11 @@ async function verifyChain(
   // Same end, but the MAC does not hold: the anchor itself (its MAC or key) was edited.
   if (!anchorMacHolds) return broken(null, 'anchor-invalid');
   if (recorded && !recordedFound) return broken(null, 'recorded-head-missing');
+  // Every entry and the anchor hold, but the chain began where a deleted trail ended.
+  if (anchor.trailMissing) return broken(null, 'trail-missing');
   return {
     ok: true,
     entries,
-    head: { keyId: anchor.keyId, entries, legacyEntries: legacy, lastId, lastMac: prev },
+    head: { keyId: anchor.keyId, entries, legacyEntries: legacy, lastId, lastMac: prev, trailMissing: false },
   };
 }

@@ -21,3 +21,11 @@ export function classifyStorageError(err: unknown): StorageFailure | undefined {
   if (typeof code !== 'string') return undefined;
   return BY_SQLSTATE[code] ?? (CONNECTION_CODES.has(code) ? 'unavailable' : undefined);
 }
+
+/**
+ * A unique index refused the write: a concurrent change took the name between a
+ * domain's check and its insert. Domains turn it into the answer their check gives.
+ */
+export function isUniqueViolation(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === '23505';
+}

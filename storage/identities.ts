@@ -181,8 +181,10 @@ export function identitiesStore(sql: Queryable) {
       return row;
     },
 
-    async revokeAccessToken(id: string): Promise<boolean> {
-      const rows = await sql`update identity_access_tokens set revoked_at = now() where id = ${id} and revoked_at is null returning id`;
+    /** Only the identity's own token: a token id named by claims that belong to another does nothing. */
+    async revokeAccessToken(id: string, identityId: string): Promise<boolean> {
+      const rows = await sql`update identity_access_tokens set revoked_at = now()
+        where id = ${id} and identity_id = ${identityId} and revoked_at is null returning id`;
       return rows.length === 1;
     },
 

@@ -132,3 +132,23 @@ export function loginAttemptKeys(authSecret: Buffer): (normalisedEmail: string) 
   const key = deriveKey(authSecret, 'login-attempts');
   return (normalisedEmail) => createHmac('sha256', key).update(normalisedEmail, 'utf8').digest();
 }
+
+/** Everything AUTH_SECRET is used for, derived at once. */
+export interface AuthKeys {
+  identity: IdentityTokens;
+  sessions: UserSessionTokens;
+  loginAttempts: (normalisedEmail: string) => Buffer;
+}
+
+/**
+ * Derives every per-purpose key from AUTH_SECRET, then zeroes the caller's bytes: from
+ * here on only the derived keys exist (each signs or MACs one kind of thing), and the
+ * secret itself is held nowhere in the process.
+ */
+export function deriveAuthKeys(authSecret: Buffer): AuthKeys {
+  try {
+    return { identity: identityTokens(authSecret), sessions: userSessionTokens(authSecret), loginAttempts: loginAttemptKeys(authSecret) };
+  } finally {
+    authSecret.fill(0);
+  }
+}

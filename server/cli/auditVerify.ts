@@ -122,5 +122,10 @@ function describeResult(r: AuditVerification): string[] {
         `audit chain BROKEN: the recorded head is not in the chain (${walked}): that entry was removed or differs, ` +
           'so the trail (with its anchor) was rolled back to an older copy or replaced.',
       ];
+    case 'trail-missing':
+      return [
+        `audit chain BROKEN: every entry verifies (${walked}), but the chain was started while the instance already ` +
+          'held projects, identities or people and no trail: the trail before it (entries, key and anchor) was deleted.',
+      ];
   }
 }

@@ -11,7 +11,13 @@ export type Actor = { kind: 'identity'; identityId: string } | { kind: 'user'; u
 export type SystemActor = { kind: 'system' };
 export const SYSTEM: SystemActor = { kind: 'system' };
 
-export function auditActor(actor: Actor | SystemActor): { actorType: 'user' | 'identity' | 'system'; actorId: string | null } {
+/** Who an audit entry names. */
+export interface AuditActor {
+  actorType: 'user' | 'identity' | 'system';
+  actorId: string | null;
+}
+
+export function auditActor(actor: Actor | SystemActor): AuditActor {
   if (actor.kind === 'identity') return { actorType: 'identity', actorId: actor.identityId };
   if (actor.kind === 'user') return { actorType: 'user', actorId: actor.userId };
   return { actorType: 'system', actorId: null };
@@ -78,7 +84,7 @@ export function accessControl(deps: { store: Pick<Store, 'projects' | 'membershi
       // The instance's superadmin administers every project.
       if (actor.kind === 'system' || (actor.kind === 'user' && actor.superadmin)) return { project: p, role: 'admin' };
       const role = await roleOf(p.id, actor);
-      if (!role) throw new AppError('FORBIDDEN', 'You are not member of this project');
+      if (!role) throw new AppError('FORBIDDEN', 'You are not allowed to access this resource');
       if (!can(role, permission)) throw new AppError('FORBIDDEN', 'You are not allowed to access this resource');
       return { project: p, role };
     },

@@ -42,10 +42,13 @@ export async function openAuditKey(store: Store, crypto: Crypto): Promise<AuditK
       await s.audit.lockChain(s.tx);
       if (await s.audit.anchor()) return;
       if (await s.keys.audit()) throw new AuditTrailError(ANCHOR_MISSING);
+      // A first start, or a first start after the whole trail (key, anchor, entries) was
+      // deleted: the latter is sealed into the new anchor, and verify reports it.
+      const trailMissing = await s.audit.trailMissing(s.tx);
       const id = randomUUID();
       const wrapped = await crypto.generateDataKey(dataKeyAad(id));
       await s.keys.insert({ id, purpose: 'audit', rootKeyVersion: crypto.rootKeyVersion, wrapped });
-      await s.audit.createAnchor(s.tx, auditKeyOf(crypto, id, wrapped)).catch((err: unknown) => {
+      await s.audit.createAnchor(s.tx, auditKeyOf(crypto, id, wrapped), { trailMissing }).catch((err: unknown) => {
         throw err instanceof AuditChainError ? new AuditTrailError(ANCHOR_MISSING) : err;
       });
     });
@@ -94,6 +97,45 @@ export const headSummary = (h: AuditHead): AuditHeadSummary => ({
   mac: h.lastMac.toString('hex').slice(0, AUDIT_HEAD_MAC_CHARS),
 });
 
+/**
+ * What the start-up log says of a trail that was deleted before this chain began (the
+ * service keeps serving; verify, audit-verify and the admin UI report it as broken).
+ */
+export const TRAIL_MISSING_WARNING =
+  'audit trail BROKEN: this instance held projects, identities or people when its audit chain was started, but no ' +
+  'trail: the trail before it (its entries, key and anchor) was deleted. The service keeps serving and auditing; ' +
+  'audit-verify and the admin UI report the chain as broken. Restore the database from a backup whose audit head ' +
+  'matches one recorded out of band to recover the history.';
+
+/** The head as an operator records it out of band (audit-verify --recorded-head ID:MAC). */
+export const headLine = (h: AuditHeadSummary) =>
+  `audit head: entries=${h.entries} lastId=${h.lastId} mac=${h.mac} (audit-verify --recorded-head ${h.lastId}:${h.mac})`;
+
+/**
+ * Logs the chain's signed head every `every` audit entries this replica appends, and on
+ * demand (at shutdown): a log store outside the database then holds heads that
+ * `audit-verify --recorded-head` checks, so a rollback of the whole trail with its anchor
+ * shows. The head is read from the anchor row (the one the MAC covers), never recomputed.
+ */
+export function auditHeadLog(deps: { store: Pick<Store, 'audit'>; log: (line: string) => void; every: number }) {
+  const { store, log, every } = deps;
+  let appended = 0;
+  async function emit() {
+    const a = await store.audit.anchor();
+    if (a) log(headLine(headSummary({ ...a })));
+  }
+  return {
+    /** Called after each committed change with the number of entries it appended. */
+    committed(entries: number) {
+      const before = appended;
+      appended += entries;
+      if (entries > 0 && Math.floor(before / every) !== Math.floor(appended / every)) void emit().catch(() => {});
+    },
+    emit,
+  };
+}
+export type AuditHeadLog = ReturnType<typeof auditHeadLog>;
+
 export type AuditVerifyResult =
   | { ok: true; entries: number; head: AuditHeadSummary }
   | Extract<AuditVerification, { ok: false }>;
@@ -106,7 +148,8 @@ export interface AuditDeps {
 export type AuditQuery = Omit<AuditFilter, 'offset' | 'limit'> & { offset?: number; limit?: number };
 
 export const AUDIT_DEFAULT_LIMIT = 20;
-export const AUDIT_MAX_LIMIT = 100;
+/** Infisical's bound. */
+export const AUDIT_MAX_LIMIT = 1000;
 
 export function auditDomain(deps: AuditDeps) {
   const { store, access } = deps;

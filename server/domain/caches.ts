@@ -24,7 +24,9 @@ export const topics = {
   accessToken: 'access-token', // key: token id
   clientSecret: 'client-secret', // key: client secret id
   identity: 'identity', // key: identity id
+  userSession: 'user-session', // key: session id
 } as const;
+export type Topic = (typeof topics)[keyof typeof topics];
 
 /**
  * How long an entry may live without an invalidation: the bound on staleness when a

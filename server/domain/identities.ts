@@ -5,26 +5,19 @@
 // them, and managing their credentials, is for the superadmin (and the service itself).
 // Their project roles are set by project admins (server/domain/memberships.ts).
 import { randomBytes } from 'node:crypto';
-import type { CacheBus } from '../../storage/cache.js';
 import type { Store } from '../../storage/index.js';
 import type { ClientSecretInfo, IdentityRow, UniversalAuthRow } from '../../storage/identities.js';
-import { ROLES, type Role } from '../../storage/memberships.js';
 import { AppError } from '../errors.js';
-import { auditActor, isUuid, requireOrgAdmin, type AccessControl, type Actor, type ProjectRef, type SystemActor } from './access.js';
+import { isUuid, requireOrgAdmin, type Actor, type SystemActor } from './access.js';
 import { topics } from './caches.js';
 import type { Keyring } from './keyring.js';
+import type { Origin, WritePipeline } from './pipeline.js';
 import { validateName } from './text.js';
 
 export interface IdentitiesDeps {
-  store: Store;
-  keyring: Keyring;
-  access: AccessControl;
-  bus: CacheBus;
-}
-
-/** Where a change came from, for its audit entry. */
-export interface RequestContext {
-  ip?: string | null;
+  store: { identities: Pick<Store['identities'], 'byIdWithAuth' | 'listByOrg' | 'universalAuthByIdentity' | 'listClientSecrets' | 'clientSecretInfo'>; organizations: Pick<Store['organizations'], 'ensureDefault'> };
+  keyring: Pick<Keyring, 'macClientSecret'>;
+  changes: Pick<WritePipeline, 'inOrganization'>;
 }
 
 export interface IdentityView extends IdentityRow {
@@ -33,7 +26,6 @@ export interface IdentityView extends IdentityRow {
 
 /** Infisical's bounds: TTLs up to ten years. */
 export const MAX_TTL_SECONDS = 315_360_000;
-
 
 const identityNotFound = (id: string) => new AppError('NOT_FOUND', `Identity with ID '${id}' not found`);
 
@@ -45,39 +37,41 @@ function ttlError(name: string, value: number | undefined, min: number): AppErro
   return undefined;
 }
 
-export function identitiesDomain(deps: IdentitiesDeps) {
-  const { store, keyring, access, bus } = deps;
+type IdentityStores = Pick<Store, 'identities'>;
 
-  /** The identity, or 404 (a malformed id is simply not found). */
-  async function existing(s: Pick<Store, 'identities'>, identityId: string): Promise<IdentityView> {
-    const row = isUuid(identityId) ? await s.identities.byIdWithAuth(identityId.toLowerCase()) : undefined;
-    if (!row) throw identityNotFound(identityId);
-    const { hasUniversalAuth, ...identity } = row;
-    return { ...identity, authMethods: hasUniversalAuth ? ['universal-auth'] : [] };
-  }
+/** The identity, or 404 (a malformed id is simply not found). */
+export async function existingIdentity(s: { identities: Pick<Store['identities'], 'byIdWithAuth'> }, identityId: string): Promise<IdentityView> {
+  const row = isUuid(identityId) ? await s.identities.byIdWithAuth(identityId.toLowerCase()) : undefined;
+  if (!row) throw identityNotFound(identityId);
+  const { hasUniversalAuth, ...identity } = row;
+  return { ...identity, authMethods: hasUniversalAuth ? ['universal-auth'] : [] };
+}
+
+export function identitiesDomain(deps: IdentitiesDeps) {
+  const { store, keyring, changes } = deps;
 
   /** The instance has one organization; naming any other is a 404. */
-  async function checkOrg(s: Pick<Store, 'organizations'>, orgId: string | undefined) {
+  async function checkOrg(s: Pick<Store, 'organizations'> | IdentitiesDeps['store'], orgId: string | undefined) {
     const org = await s.organizations.ensureDefault();
     if (orgId !== undefined && orgId.toLowerCase() !== org.id) throw new AppError('NOT_FOUND', `Organization with ID '${orgId}' not found`);
     return org;
   }
 
-  async function universalAuthOf(s: Pick<Store, 'identities'>, identityId: string): Promise<UniversalAuthRow> {
-    await existing(s, identityId);
+  async function universalAuthOf(s: IdentityStores | IdentitiesDeps['store'], identityId: string): Promise<UniversalAuthRow> {
+    await existingIdentity(s, identityId);
     const ua = await s.identities.universalAuthByIdentity(identityId.toLowerCase());
     if (!ua) throw new AppError('NOT_FOUND', `Universal Auth is not configured for identity '${identityId}'`);
     return ua;
   }
 
   return {
-    async create(actor: Actor | SystemActor, input: { name: string; organizationId?: string }, ctx: RequestContext = {}): Promise<IdentityView> {
-      requireOrgAdmin(actor);
+    async create(actor: Actor | SystemActor, input: { name: string; organizationId?: string }, origin?: Origin): Promise<IdentityView> {
+      const grant = changes.inOrganization(actor, origin);
       const name = validateName(input.name, 'name');
-      return store.transaction(async (s) => {
+      return grant.run(async ({ s, audit }) => {
         const org = await checkOrg(s, input.organizationId);
         const identity = await s.identities.insert({ orgId: org.id, name });
-        await s.audit.append(s.tx, { ...auditActor(actor), eventType: 'create-identity', ip: ctx.ip, metadata: { identityId: identity.id, name } });
+        await audit({ eventType: 'create-identity', metadata: { identityId: identity.id, name } });
         return { ...identity, authMethods: [] };
       });
     },
@@ -91,51 +85,39 @@ export function identitiesDomain(deps: IdentitiesDeps) {
 
     async get(actor: Actor | SystemActor, identityId: string): Promise<IdentityView> {
       requireOrgAdmin(actor);
-      return existing(store, identityId);
+      return existingIdentity(store, identityId);
     },
 
     /** Its tokens die at once, here and on every replica; memberships go with it. */
-    async delete(actor: Actor | SystemActor, identityId: string, ctx: RequestContext = {}): Promise<IdentityView> {
-      requireOrgAdmin(actor);
-      const deleted = await store.transaction(async (s) => {
-        const identity = await existing(s, identityId);
+    async delete(actor: Actor | SystemActor, identityId: string, origin?: Origin): Promise<IdentityView> {
+      return changes.inOrganization(actor, origin).run(async ({ s, audit, invalidate }) => {
+        const identity = await existingIdentity(s, identityId);
         await s.identities.delete(identity.id);
-        await s.audit.append(s.tx, {
-          ...auditActor(actor),
-          eventType: 'delete-identity',
-          ip: ctx.ip,
-          metadata: { identityId: identity.id, name: identity.name },
-        });
+        await audit({ eventType: 'delete-identity', metadata: { identityId: identity.id, name: identity.name } });
+        invalidate(topics.identity, identity.id);
         return identity;
       });
-      await bus.publish(topics.identity, deleted.id);
-      return deleted;
     },
 
     async attachUniversalAuth(
       actor: Actor | SystemActor,
       identityId: string,
       opts: { accessTokenTtl?: number; accessTokenMaxTtl?: number } = {},
-      ctx: RequestContext = {},
+      origin?: Origin,
     ): Promise<UniversalAuthRow> {
-      requireOrgAdmin(actor);
+      const grant = changes.inOrganization(actor, origin);
       const bad = ttlError('accessTokenTTL', opts.accessTokenTtl, 1) ?? ttlError('accessTokenMaxTTL', opts.accessTokenMaxTtl, 1);
       if (bad) throw bad;
       const ttl = opts.accessTokenTtl ?? 2_592_000;
       const maxTtl = opts.accessTokenMaxTtl ?? Math.max(2_592_000, ttl);
       if (ttl > maxTtl) throw new AppError('BAD_REQUEST', 'Access token TTL cannot be greater than max TTL');
-      return store.transaction(async (s) => {
-        const identity = await existing(s, identityId);
+      return grant.run(async ({ s, audit }) => {
+        const identity = await existingIdentity(s, identityId);
         if (await s.identities.universalAuthByIdentity(identity.id)) {
           throw new AppError('BAD_REQUEST', 'Universal Auth is already configured for this identity');
         }
         const ua = await s.identities.attachUniversalAuth({ identityId: identity.id, accessTokenTtl: ttl, accessTokenMaxTtl: maxTtl });
-        await s.audit.append(s.tx, {
-          ...auditActor(actor),
-          eventType: 'add-identity-universal-auth',
-          ip: ctx.ip,
-          metadata: { identityId: identity.id, accessTokenTTL: ttl, accessTokenMaxTTL: maxTtl },
-        });
+        await audit({ eventType: 'add-identity-universal-auth', metadata: { identityId: identity.id, accessTokenTTL: ttl, accessTokenMaxTTL: maxTtl } });
         return ua;
       });
     },
@@ -150,9 +132,9 @@ export function identitiesDomain(deps: IdentitiesDeps) {
       actor: Actor | SystemActor,
       identityId: string,
       opts: { description?: string; ttl?: number; numUsesLimit?: number } = {},
-      ctx: RequestContext = {},
+      origin?: Origin,
     ): Promise<{ clientSecret: string; clientSecretData: ClientSecretInfo }> {
-      requireOrgAdmin(actor);
+      const grant = changes.inOrganization(actor, origin);
       const bad = ttlError('ttl', opts.ttl, 0);
       if (bad) throw bad;
       if (opts.numUsesLimit !== undefined && (!Number.isSafeInteger(opts.numUsesLimit) || opts.numUsesLimit < 0 || opts.numUsesLimit > 2_147_483_647)) {
@@ -162,7 +144,7 @@ export function identitiesDomain(deps: IdentitiesDeps) {
       if (description.length > 256) throw new AppError('VALIDATION', 'description must be at most 256 characters');
       const clientSecret = randomBytes(32).toString('hex');
       const secretHash = await keyring.macClientSecret(clientSecret);
-      const row = await store.transaction(async (s) => {
+      const row = await grant.run(async ({ s, audit }) => {
         const ua = await universalAuthOf(s, identityId);
         const { secretHash: _hash, ...r } = await s.identities.insertClientSecret({
           identityId: ua.identityId,
@@ -173,12 +155,7 @@ export function identitiesDomain(deps: IdentitiesDeps) {
           numUsesLimit: opts.numUsesLimit,
         });
         // Names the secret by id only: its value never reaches the audit trail.
-        await s.audit.append(s.tx, {
-          ...auditActor(actor),
-          eventType: 'create-identity-universal-auth-client-secret',
-          ip: ctx.ip,
-          metadata: { identityId: ua.identityId, clientSecretId: r.id },
-        });
+        await audit({ eventType: 'create-identity-universal-auth-client-secret', metadata: { identityId: ua.identityId, clientSecretId: r.id } });
         return r;
       });
       return { clientSecret, clientSecretData: row };
@@ -203,43 +180,17 @@ export function identitiesDomain(deps: IdentitiesDeps) {
      * Tokens issued with the secret stop working at once, here and on every replica.
      * Revoking a revoked secret again changes nothing and answers the same.
      */
-    async revokeClientSecret(actor: Actor | SystemActor, identityId: string, clientSecretId: string, ctx: RequestContext = {}): Promise<ClientSecretInfo> {
-      requireOrgAdmin(actor);
-      const { row, changed } = await store.transaction(async (s) => {
+    async revokeClientSecret(actor: Actor | SystemActor, identityId: string, clientSecretId: string, origin?: Origin): Promise<ClientSecretInfo> {
+      return changes.inOrganization(actor, origin).run(async ({ s, audit, invalidate }) => {
         const ua = await universalAuthOf(s, identityId);
         const cur = isUuid(clientSecretId) ? await s.identities.clientSecretInfo(ua.identityId, clientSecretId.toLowerCase(), { forUpdate: true }) : undefined;
         if (!cur) throw new AppError('NOT_FOUND', `Client secret '${clientSecretId}' not found`);
-        if (cur.isRevoked) return { row: cur, changed: false };
+        if (cur.isRevoked) return cur;
         const revoked = (await s.identities.revokeClientSecret(ua.identityId, cur.id))!;
-        await s.audit.append(s.tx, {
-          ...auditActor(actor),
-          eventType: 'revoke-identity-universal-auth-client-secret',
-          ip: ctx.ip,
-          metadata: { identityId: ua.identityId, clientSecretId: cur.id },
-        });
-        return { row: revoked, changed: true };
+        await audit({ eventType: 'revoke-identity-universal-auth-client-secret', metadata: { identityId: ua.identityId, clientSecretId: cur.id } });
+        invalidate(topics.clientSecret, cur.id);
+        return revoked;
       });
-      if (changed) await bus.publish(topics.clientSecret, row.id);
-      return row;
-    },
-
-    /** Creates or changes the identity's role (the service's own set-up and the CLI use it). */
-    async setProjectRole(actor: Actor | SystemActor, input: { project: ProjectRef; identityId: string; role: Role }) {
-      if (!ROLES.includes(input.role)) throw new AppError('VALIDATION', `role must be one of ${ROLES.join(', ')}`);
-      const { project } = await access.authorize(actor, input.project, 'project:admin');
-      const membership = await store.transaction(async (s) => {
-        const identity = await existing(s, input.identityId);
-        const m = await s.memberships.upsertIdentity(project.id, identity.id, input.role);
-        await s.audit.append(s.tx, {
-          ...auditActor(actor),
-          eventType: 'set-identity-project-role',
-          projectId: project.id,
-          metadata: { identityId: identity.id, role: input.role },
-        });
-        return m;
-      });
-      await bus.publish(topics.membership, `${project.id}:identity:${membership.identityId}`);
-      return membership;
     },
   };
 }

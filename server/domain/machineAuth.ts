@@ -1,13 +1,13 @@
 // Universal Auth: client credentials in, a revocable access token out; and the
 // authentication of every machine request that carries one.
 import { randomUUID, timingSafeEqual } from 'node:crypto';
-import type { CacheBus } from '../../storage/cache.js';
 import type { Store } from '../../storage/index.js';
 import type { IdentityTokens } from '../auth/tokens.js';
 import { AppError } from '../errors.js';
 import { isUuid } from './access.js';
 import { topics, type Caches } from './caches.js';
 import type { Keyring } from './keyring.js';
+import type { Origin, WritePipeline } from './pipeline.js';
 
 export interface IdentityActor {
   kind: 'identity';
@@ -26,17 +26,23 @@ export interface LoginResult {
 const invalidCredentials = () => new AppError('UNAUTHORIZED', 'Invalid credentials');
 
 export interface MachineAuthDeps {
-  store: Store;
-  keyring: Keyring;
+  store: {
+    identities: Pick<
+      Store['identities'],
+      'universalAuthByClientId' | 'universalAuthByIdentity' | 'usableClientSecrets' | 'recordLoginFailure' | 'liveAccessToken'
+    >;
+  };
+  keyring: Pick<Keyring, 'macClientSecret'>;
   tokens: IdentityTokens;
   caches: Pick<Caches, 'accessTokens'>;
-  bus: CacheBus;
+  changes: Pick<WritePipeline, 'byCaller'>;
   lockout: { maxAttempts: number; seconds: number };
   now?: () => number;
 }
 
 export function machineAuth(deps: MachineAuthDeps) {
-  const { store, keyring, tokens, caches, bus, lockout } = deps;
+  const { store, keyring, tokens, caches, changes, lockout } = deps;
+  const asIdentity = (identityId: string, origin?: Origin) => changes.byCaller({ actorType: 'identity', actorId: identityId }, origin);
   const now = deps.now ?? Date.now;
   // Verified JWTs by their exact text: claims are immutable, so only expiry and
   // liveness (checked per request) can change. Bounded, oldest evicted first.
@@ -57,9 +63,18 @@ export function machineAuth(deps: MachineAuthDeps) {
     return claims;
   }
 
-  async function liveState(tokenId: string) {
-    const state = await caches.accessTokens.get(tokenId, async () => (await store.identities.liveAccessToken(tokenId)) ?? null);
+  /**
+   * The token's live row, bound to its claims: the row must exist, be live, and belong to
+   * the identity and client secret the claims name. A token re-signed by whoever learned
+   * AUTH_SECRET (another subject, another kind, a deleted row) is refused: the key alone
+   * cannot mint access.
+   */
+  async function liveState(claims: { tokenId: string; identityId: string; clientSecretId: string }) {
+    const state = await caches.accessTokens.get(claims.tokenId, async () => (await store.identities.liveAccessToken(claims.tokenId)) ?? null);
     if (!state || state.expiresAt.getTime() <= now()) throw new AppError('TOKEN_INVALID', 'Access token revoked or expired');
+    if (state.identityId !== claims.identityId || state.clientSecretId !== claims.clientSecretId) {
+      throw new AppError('TOKEN_INVALID', 'Invalid access token');
+    }
     return state;
   }
 
@@ -102,7 +117,7 @@ export function machineAuth(deps: MachineAuthDeps) {
       const expiresAt = issuedAt + ua.accessTokenTtl * 1000;
       const maxExpiresAt = issuedAt + ua.accessTokenMaxTtl * 1000;
       const secretId = match.id;
-      await store.transaction(async (s) => {
+      await asIdentity(ua.identityId, { ip: input.ip }).run(async ({ s, audit }) => {
         if (!(await s.identities.markClientSecretUsed(secretId))) throw invalidCredentials();
         await s.identities.insertAccessToken({
           id: tokenId,
@@ -114,11 +129,8 @@ export function machineAuth(deps: MachineAuthDeps) {
         if (ua.failedLogins !== 0 || ua.lockedUntil) await s.identities.clearLoginFailures(ua.identityId);
         // Successful logins only: failed ones are not written (anyone could fill the
         // trail with them); they count towards the lockout instead.
-        await s.audit.append(s.tx, {
-          actorType: 'identity',
-          actorId: ua.identityId,
+        await audit({
           eventType: 'login-identity-universal-auth',
-          ip: input.ip ?? null,
           metadata: { identityId: ua.identityId, clientId: ua.clientId, clientSecretId: secretId, accessTokenId: tokenId },
         });
       });
@@ -131,28 +143,38 @@ export function machineAuth(deps: MachineAuthDeps) {
       const m = /^Bearer[ ]+([A-Za-z0-9_.-]{1,4096})[ ]*$/i.exec(authorization);
       if (!m) throw new AppError('TOKEN_INVALID', 'Invalid access token');
       const claims = await claimsOf(m[1]!);
-      await liveState(claims.tokenId);
+      await liveState(claims);
       return { kind: 'identity', identityId: claims.identityId, tokenId: claims.tokenId, clientSecretId: claims.clientSecretId };
     },
 
-    /** Idempotent for a token of ours; from then on every request with it gets 401. */
-    async revoke(accessToken: string): Promise<void> {
+    /** Idempotent for a token of ours; from then on every request with it gets 401, on every replica. */
+    async revoke(accessToken: string, origin?: Origin): Promise<void> {
       const claims = await tokens.verify(accessToken);
-      await store.identities.revokeAccessToken(claims.tokenId);
+      await asIdentity(claims.identityId, origin).run(async ({ s, audit, invalidate }) => {
+        // Revoking a token twice (ESO retries) changes nothing the second time.
+        if (!(await s.identities.revokeAccessToken(claims.tokenId, claims.identityId))) return;
+        await audit({ eventType: 'revoke-identity-access-token', metadata: { identityId: claims.identityId, accessTokenId: claims.tokenId } });
+        invalidate(topics.accessToken, claims.tokenId);
+      });
       verified.delete(accessToken);
-      await bus.publish(topics.accessToken, claims.tokenId);
     },
 
-    async renew(accessToken: string): Promise<LoginResult> {
+    async renew(accessToken: string, origin?: Origin): Promise<LoginResult> {
       const claims = await claimsOf(accessToken);
-      const state = await liveState(claims.tokenId);
+      const state = await liveState(claims);
       const ua = await store.identities.universalAuthByIdentity(claims.identityId);
       if (!ua) throw new AppError('TOKEN_INVALID', 'Access token revoked or expired');
       const renewedAt = now();
       const expiresAt = Math.min(renewedAt + ua.accessTokenTtl * 1000, state.maxExpiresAt.getTime());
       if (expiresAt <= renewedAt) throw new AppError('TOKEN_INVALID', 'Access token reached its maximum lifetime');
-      await store.identities.extendAccessToken(claims.tokenId, new Date(expiresAt));
-      await bus.publish(topics.accessToken, claims.tokenId);
+      await asIdentity(claims.identityId, origin).run(async ({ s, audit, invalidate }) => {
+        await s.identities.extendAccessToken(claims.tokenId, new Date(expiresAt));
+        await audit({
+          eventType: 'renew-identity-access-token',
+          metadata: { identityId: claims.identityId, accessTokenId: claims.tokenId, expiresAt: new Date(expiresAt).toISOString() },
+        });
+        invalidate(topics.accessToken, claims.tokenId);
+      });
       return issue(claims.identityId, claims.clientSecretId, claims.tokenId, renewedAt, expiresAt, ua.accessTokenMaxTtl);
     },
   };

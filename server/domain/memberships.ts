@@ -2,18 +2,18 @@
 // with the admin role, or the superadmin) manage them. A change is one transaction with
 // its audit entry; after the commit the cached role is dropped on every replica, so the
 // member's very next request sees the new role.
-import type { CacheBus } from '../../storage/cache.js';
 import type { Store } from '../../storage/index.js';
 import { ROLES, type MemberKind, type MembershipView, type Role } from '../../storage/memberships.js';
 import { AppError } from '../errors.js';
-import { auditActor, isUuid, type AccessControl, type Actor, type ProjectRef, type SystemActor } from './access.js';
+import { isUuid, type AccessControl, type Actor, type ProjectRef, type SystemActor } from './access.js';
 import { topics } from './caches.js';
-import type { RequestContext } from './identities.js';
+import { existingIdentity } from './identities.js';
+import type { Change, Origin, WritePipeline } from './pipeline.js';
 
 export interface MembershipsDeps {
-  store: Store;
+  store: { memberships: Pick<Store['memberships'], 'get' | 'list'> };
   access: Pick<AccessControl, 'authorize'>;
-  bus: CacheBus;
+  changes: Pick<WritePipeline, 'inProject'>;
 }
 
 export interface MemberRef {
@@ -34,7 +34,7 @@ function checkRole(role: string): asserts role is Role {
 }
 
 export function membershipsDomain(deps: MembershipsDeps) {
-  const { store, access, bus } = deps;
+  const { store, access, changes } = deps;
 
   const admin = (actor: Actor | SystemActor, project: ProjectRef) => access.authorize(actor, project, 'project:admin');
 
@@ -52,40 +52,57 @@ export function membershipsDomain(deps: MembershipsDeps) {
         : `${noun(member.kind)} with ID '${member.id}' not found`,
     );
 
-  const publish = (projectId: string, member: MemberRef, id: string) => bus.publish(topics.membership, `${projectId}:${member.kind}:${id}`);
+  /** The member's cached role (or "not a member") is dropped on every replica after the commit. */
+  const invalidateRole = (c: Pick<Change, 'invalidate'>, projectId: string, member: MemberRef, id: string) =>
+    c.invalidate(topics.membership, `${projectId}:${member.kind}:${id}`);
 
-  async function loadView(s: Pick<Store, 'memberships'>, projectId: string, member: MemberRef, id: string): Promise<MembershipView> {
+  /** A change to one member's role: the project admin's grant, and who. */
+  async function memberChange(actor: Actor | SystemActor, input: { project: ProjectRef; member: MemberRef }, origin?: Origin) {
+    const grant = await changes.inProject(actor, input.project, 'project:admin', origin);
+    return { grant, project: grant.project, member: input.member, id: memberId(input.member) };
+  }
+
+  async function loadView(s: { memberships: Pick<Store['memberships'], 'get'> }, projectId: string, member: MemberRef, id: string): Promise<MembershipView> {
     const view = await s.memberships.get(projectId, member.kind, id);
     if (!view) throw notMember(member, projectId);
     return view;
   }
 
   return {
-    async add(actor: Actor | SystemActor, input: { project: ProjectRef; member: MemberRef; role: string }, ctx: RequestContext = {}): Promise<MembershipView> {
+    async add(actor: Actor | SystemActor, input: { project: ProjectRef; member: MemberRef; role: string }, origin?: Origin): Promise<MembershipView> {
       checkRole(input.role);
       const role = input.role;
-      const { project } = await admin(actor, input.project);
-      const { member } = input;
-      const id = memberId(member);
-      const view = await store.transaction(async (s) => {
+      const { grant, project, member, id } = await memberChange(actor, input, origin);
+      return grant.run(async (c) => {
+        const { s, audit } = c;
         const exists = member.kind === 'identity' ? await s.identities.byId(id) : await s.users.byId(id);
         if (!exists) throw notMember(member);
         if (await s.memberships.get(project.id, member.kind, id)) {
           throw new AppError('BAD_REQUEST', `${noun(member.kind)} with ID '${id}' already exists in project with ID '${project.id}'`);
         }
         await s.memberships.insert(project.id, member.kind, id, role);
-        await s.audit.append(s.tx, {
-          ...auditActor(actor),
-          eventType: MEMBERSHIP_EVENTS[member.kind].add,
-          projectId: project.id,
-          ip: ctx.ip,
-          metadata: { [`${member.kind}Id`]: id, role },
-        });
+        await audit({ eventType: MEMBERSHIP_EVENTS[member.kind].add, projectId: project.id, metadata: { [`${member.kind}Id`]: id, role } });
+        // A "not a member" answer may be cached for it.
+        invalidateRole(c, project.id, member, id);
         return loadView(s, project.id, member, id);
       });
-      // A "not a member" answer may be cached for it.
-      await publish(project.id, member, id);
-      return view;
+    },
+
+    /**
+     * Creates or changes an identity's role in one step (the service's own set-up and the
+     * CLI use it; the API adds and changes separately, as Infisical does).
+     */
+    async upsertIdentity(actor: Actor | SystemActor, input: { project: ProjectRef; identityId: string; role: Role }, origin?: Origin) {
+      if (!ROLES.includes(input.role)) throw new AppError('VALIDATION', `role must be one of ${ROLES.join(', ')}`);
+      const grant = await changes.inProject(actor, input.project, 'project:admin', origin);
+      const { project } = grant;
+      return grant.run(async (c) => {
+        const identity = await existingIdentity(c.s, input.identityId);
+        const m = await c.s.memberships.upsertIdentity(project.id, identity.id, input.role);
+        await c.audit({ eventType: 'set-identity-project-role', projectId: project.id, metadata: { identityId: identity.id, role: input.role } });
+        invalidateRole(c, project.id, { kind: 'identity', id: identity.id }, identity.id);
+        return m;
+      });
     },
 
     async get(actor: Actor | SystemActor, input: { project: ProjectRef; member: MemberRef }): Promise<MembershipView> {
@@ -98,46 +115,32 @@ export function membershipsDomain(deps: MembershipsDeps) {
       return store.memberships.list(project.id, input.kind);
     },
 
-    async setRole(actor: Actor | SystemActor, input: { project: ProjectRef; member: MemberRef; role: string }, ctx: RequestContext = {}): Promise<MembershipView> {
+    async setRole(actor: Actor | SystemActor, input: { project: ProjectRef; member: MemberRef; role: string }, origin?: Origin): Promise<MembershipView> {
       checkRole(input.role);
       const role = input.role;
-      const { project } = await admin(actor, input.project);
-      const { member } = input;
-      const id = memberId(member);
-      const view = await store.transaction(async (s) => {
-        const before = await loadView(s, project.id, member, id);
-        await s.memberships.updateRole(project.id, member.kind, id, role);
-        await s.audit.append(s.tx, {
-          ...auditActor(actor),
+      const { grant, project, member, id } = await memberChange(actor, input, origin);
+      return grant.run(async (c) => {
+        const before = await loadView(c.s, project.id, member, id);
+        await c.s.memberships.updateRole(project.id, member.kind, id, role);
+        await c.audit({
           eventType: MEMBERSHIP_EVENTS[member.kind].update,
           projectId: project.id,
-          ip: ctx.ip,
           metadata: { [`${member.kind}Id`]: id, role, previousRole: before.role },
         });
-        return loadView(s, project.id, member, id);
+        invalidateRole(c, project.id, member, id);
+        return loadView(c.s, project.id, member, id);
       });
-      await publish(project.id, member, id);
-      return view;
     },
 
-    async remove(actor: Actor | SystemActor, input: { project: ProjectRef; member: MemberRef }, ctx: RequestContext = {}): Promise<MembershipView> {
-      const { project } = await admin(actor, input.project);
-      const { member } = input;
-      const id = memberId(member);
-      const view = await store.transaction(async (s) => {
-        const before = await loadView(s, project.id, member, id);
-        await s.memberships.delete(project.id, member.kind, id);
-        await s.audit.append(s.tx, {
-          ...auditActor(actor),
-          eventType: MEMBERSHIP_EVENTS[member.kind].remove,
-          projectId: project.id,
-          ip: ctx.ip,
-          metadata: { [`${member.kind}Id`]: id, role: before.role },
-        });
+    async remove(actor: Actor | SystemActor, input: { project: ProjectRef; member: MemberRef }, origin?: Origin): Promise<MembershipView> {
+      const { grant, project, member, id } = await memberChange(actor, input, origin);
+      return grant.run(async (c) => {
+        const before = await loadView(c.s, project.id, member, id);
+        await c.s.memberships.delete(project.id, member.kind, id);
+        await c.audit({ eventType: MEMBERSHIP_EVENTS[member.kind].remove, projectId: project.id, metadata: { [`${member.kind}Id`]: id, role: before.role } });
+        invalidateRole(c, project.id, member, id);
         return before;
       });
-      await publish(project.id, member, id);
-      return view;
     },
   };
 }

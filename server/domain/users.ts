@@ -6,13 +6,14 @@
 // the answer, the lockout nor the time taken tells whether an address has an account.
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Crypto } from '../../crypto/index.js';
-import type { CacheBus } from '../../storage/cache.js';
-import type { Store } from '../../storage/index.js';
+import { ReadThroughCache, type CacheBus } from '../../storage/cache.js';
+import type { Store, TxStores } from '../../storage/index.js';
 import type { SessionState } from '../../storage/users.js';
 import type { UserSessionTokens } from '../auth/tokens.js';
 import { AppError } from '../errors.js';
-import { auditActor, requireOrgAdmin, type Actor, type SystemActor } from './access.js';
-import { ReadThroughCache } from '../../storage/cache.js';
+import { requireOrgAdmin, type Actor, type SystemActor } from './access.js';
+import { topics } from './caches.js';
+import type { Origin, WritePipeline } from './pipeline.js';
 import { CONTROL_CHARACTER, LONE_SURROGATE, validateName } from './text.js';
 
 export interface UserActor {
@@ -48,7 +49,6 @@ const publicUser = (u: { id: string; email: string; firstName: string; lastName:
 });
 
 const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
-const SESSION_TOPIC = 'user-session';
 const invalidLogin = () => new AppError('UNAUTHORIZED', 'Invalid login');
 const alreadySetUp = () => new AppError('BAD_REQUEST', 'Admin account has already been set up');
 
@@ -58,22 +58,24 @@ const normaliseEmail = (raw: string) => raw.trim().toLowerCase();
 const impossibleEmail = (email: string) => CONTROL_CHARACTER.test(email) || LONE_SURROGATE.test(email);
 
 export interface UsersDeps {
-  store: Store;
+  store: { users: Pick<Store['users'], 'count' | 'byEmail' | 'byId' | 'liveSession' | 'list'>; loginAttempts: Pick<Store['loginAttempts'], 'purgeStale' | 'claim'> };
   crypto: Pick<Crypto, 'hashPassword' | 'verifyPassword'>;
   sessions: UserSessionTokens;
   /** Keys the login-attempt counters (an HMAC: see server/auth/tokens.ts). */
   emailKey: (normalisedEmail: string) => Buffer;
-  bus: CacheBus;
+  /** Where the session cache hears that a session ended (on any replica). */
+  bus: Pick<CacheBus, 'subscribe' | 'onReset' | 'live' | 'epoch'>;
+  changes: Pick<WritePipeline, 'byCaller' | 'inOrganization'>;
   sessionTtlSeconds: number;
   lockout: { maxAttempts: number; seconds: number };
 }
 
 export async function usersDomain(deps: UsersDeps) {
-  const { store, crypto, sessions, emailKey, bus, lockout } = deps;
+  const { store, crypto, sessions, emailKey, bus, changes, lockout } = deps;
   // An unknown email is checked against this hash, so both failures take as long.
   const dummyHash = await crypto.hashPassword(randomBytes(16).toString('hex'));
   const live = new ReadThroughCache<SessionState | null>(10_000, 30_000, bus);
-  bus.subscribe((topic, key) => topic === SESSION_TOPIC && live.invalidate(key));
+  bus.subscribe((topic, key) => topic === topics.userSession && live.invalidate(key));
   bus.onReset(() => live.clear());
 
   function validateProfile(input: { email: string; password: string; firstName: string; lastName?: string }) {
@@ -92,7 +94,7 @@ export async function usersDomain(deps: UsersDeps) {
     }
   }
 
-  async function openSession(s: Pick<Store, 'users' | 'audit'> & { tx?: unknown }, user: { id: string; email: string; firstName: string; lastName: string; isSuperadmin: boolean }, ip: string | null) {
+  async function openSession(s: Pick<TxStores, 'users'>, user: { id: string; email: string; firstName: string; lastName: string; isSuperadmin: boolean }, ip: string | null) {
     const sessionId = randomUUID();
     const expiresAt = new Date(Date.now() + deps.sessionTtlSeconds * 1000);
     await s.users.insertSession({ id: sessionId, userId: user.id, expiresAt, ip });
@@ -115,13 +117,14 @@ export async function usersDomain(deps: UsersDeps) {
       // No argon2 work for anyone once set up (the check under the lock below decides races).
       if ((await store.users.count()) > 0) throw alreadySetUp();
       const passwordHash = await crypto.hashPassword(input.password);
-      return store.transaction(async (s) => {
+      return changes.byCaller({ actorType: 'user', actorId: null }, { ip: input.ip }).run(async ({ s, audit, actAs }) => {
         // Two first visits at once: exactly one becomes the superadmin.
         await s.tx`select pg_advisory_xact_lock(74820116)`;
         if ((await s.users.count()) > 0) throw alreadySetUp();
         const user = await s.users.insert({ email, passwordHash, firstName, lastName, isSuperadmin: true });
         await s.organizations.ensureDefault();
-        await s.audit.append(s.tx, { actorType: 'user', actorId: user.id, eventType: 'admin-signup', ip: input.ip, metadata: { email } });
+        actAs({ actorType: 'user', actorId: user.id });
+        await audit({ eventType: 'admin-signup', metadata: { email } });
         return openSession(s, user, input.ip);
       });
     },
@@ -141,22 +144,29 @@ export async function usersDomain(deps: UsersDeps) {
       const user = await store.users.byEmail(impossibleEmail(email) ? '' : email);
       const ok = await crypto.verifyPassword(user?.passwordHash ?? dummyHash, input.password);
       if (!user || !ok) throw invalidLogin();
-      return store.transaction(async (s) => {
+      return changes.byCaller({ actorType: 'user', actorId: user.id }, { ip: input.ip }).run(async ({ s, audit }) => {
         await s.loginAttempts.reset(key);
-        await s.audit.append(s.tx, { actorType: 'user', actorId: user.id, eventType: 'login-user', ip: input.ip });
+        await audit({ eventType: 'login-user' });
         return openSession(s, user, input.ip);
       });
     },
 
-    async logout(sessionId: string): Promise<void> {
-      await store.users.revokeSession(sessionId);
-      await bus.publish(SESSION_TOPIC, sessionId);
+    /** Ends the session at once, here and on every replica. */
+    async logout(actor: { userId: string; sessionId: string }, origin?: Origin): Promise<void> {
+      await changes.byCaller({ actorType: 'user', actorId: actor.userId }, origin).run(async ({ s, audit, invalidate }) => {
+        await s.users.revokeSession(actor.sessionId);
+        await audit({ eventType: 'logout-user', metadata: { sessionId: actor.sessionId } });
+        invalidate(topics.userSession, actor.sessionId);
+      });
     },
 
     async authenticate(token: string): Promise<UserActor> {
       const claims = await sessions.verify(token);
       const state = await live.get(claims.sessionId, async () => (await store.users.liveSession(claims.sessionId)) ?? null);
       if (!state || state.expiresAt.getTime() <= Date.now()) throw new AppError('TOKEN_INVALID', 'Session ended; log in again');
+      // Bound to its row: a token re-signed with another subject (whoever learned
+      // AUTH_SECRET) names a live session of someone else, and is refused.
+      if (state.userId !== claims.userId) throw new AppError('TOKEN_INVALID', 'Invalid session token');
       return { kind: 'user', userId: claims.userId, sessionId: claims.sessionId, superadmin: state.isSuperadmin };
     },
 
@@ -167,17 +177,24 @@ export async function usersDomain(deps: UsersDeps) {
     async createUser(
       actor: Actor | SystemActor,
       input: { email: string; password: string; firstName: string; lastName?: string },
-      ip: string | null = null,
+      origin?: Origin,
     ): Promise<PublicUser> {
-      requireOrgAdmin(actor);
+      const grant = changes.inOrganization(actor, origin);
       const { email, firstName, lastName } = validateProfile(input);
       const passwordHash = await crypto.hashPassword(input.password);
-      return store.transaction(async (s) => {
+      return grant.run(async ({ s, audit }) => {
         if (await s.users.byEmail(email)) throw new AppError('BAD_REQUEST', 'A user with this email already exists');
         const user = await s.users.insert({ email, passwordHash, firstName, lastName, isSuperadmin: false });
-        await s.audit.append(s.tx, { ...auditActor(actor), eventType: 'create-user', ip, metadata: { userId: user.id, email } });
+        await audit({ eventType: 'create-user', metadata: { userId: user.id, email } });
         return publicUser(user);
       });
+    },
+
+    /** The caller's own profile; a session whose account is gone is over. */
+    async me(actor: { userId: string }): Promise<PublicUser> {
+      const u = await store.users.byId(actor.userId);
+      if (!u) throw new AppError('TOKEN_INVALID', 'Session ended; log in again');
+      return publicUser(u);
     },
 
     async listUsers(actor: Actor | SystemActor): Promise<PublicUser[]> {

@@ -1,5 +1,6 @@
 // The Infisical secret object, field for field: ESO's SDK breaks on a known field with
 // the wrong type, so every field here has exactly the contract's type.
+import { z } from 'zod';
 import type { SecretView } from '../domain/secrets.js';
 
 // Rows live in the folder cache, so their Date objects recur on every read of the
@@ -14,7 +15,41 @@ function iso(d: Date): string {
   return s;
 }
 
-export function secretRaw(s: SecretView) {
+/** An ISO 8601 timestamp as the answers carry them. */
+export const isoString = z.string().describe('ISO 8601 date-time');
+
+/** Infisical's secret object: ESO breaks on a known field with another type. */
+export const secretSchema = z.object({
+  id: z.string(),
+  _id: z.string(),
+  workspace: z.string(),
+  environment: z.string(),
+  version: z.number().int(),
+  type: z.literal('shared'),
+  secretKey: z.string(),
+  secretValue: z.string(),
+  secretComment: z.string(),
+  secretPath: z.string(),
+  secretValueHidden: z.boolean(),
+  skipMultilineEncoding: z.boolean(),
+  tags: z.array(z.never()),
+  secretMetadata: z.array(z.never()),
+  createdAt: isoString,
+  updatedAt: isoString,
+});
+
+export const oneSecret = z.object({ secret: secretSchema });
+
+/** The contract's error body (every 4xx and 5xx). */
+export const errorSchema = z.object({
+  reqId: z.string(),
+  statusCode: z.number().int(),
+  message: z.string(),
+  error: z.string(),
+  details: z.unknown().optional(),
+});
+
+export function secretRaw(s: SecretView): z.infer<typeof secretSchema> {
   return {
     id: s.id,
     _id: s.id,

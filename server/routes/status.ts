@@ -1,9 +1,19 @@
 // GET /api/status — health, for probes and humans.
-import type { Router } from '../http/types.js';
+import { z } from 'zod';
 import type { Services } from '../services.js';
+import type { Api } from './api.js';
 
-export function registerStatusRoutes(router: Router, svc: Services) {
-  router.get('/api/status', () => ({
+const statusSchema = z.object({
+  date: z.string(),
+  message: z.literal('Ok'),
+  emailConfigured: z.boolean(),
+  redisConfigured: z.boolean(),
+  secretScanningConfigured: z.boolean(),
+  inviteOnlySignup: z.boolean(),
+});
+
+export function registerStatusRoutes(api: Api, svc: Services) {
+  api.get('/api/status', { caller: 'none', summary: 'Service status (Infisical shape)', response: statusSchema }, () => ({
     body: {
       date: new Date().toISOString(),
       message: 'Ok',

@@ -1,4 +1,7 @@
-// Small fetch wrappers that keep status, content type and parsed JSON together.
+// Small fetch wrappers that keep status, content type and parsed JSON together. Every
+// JSON answer of the service's API is checked against its OpenAPI document on the way
+// (contract.ts): a test whose answer drifts from the document fails.
+import { contractOf } from './contract.js';
 export interface JsonResponse<T = any> {
   status: number;
   contentType: string | null;
@@ -21,6 +24,11 @@ export async function request<T = any>(url: string, init: RequestInit & { token?
     parsed = text === '' ? undefined : JSON.parse(text);
   } catch {
     parsed = text;
+  }
+  const where = new URL(url);
+  const method = (init.method ?? 'GET').toUpperCase();
+  if (where.pathname.startsWith('/api/') && method !== 'HEAD' && res.headers.get('content-type')?.startsWith('application/json')) {
+    (await contractOf(where.origin))?.check(method, where, res.status, parsed);
   }
   return { status: res.status, contentType: res.headers.get('content-type'), headers: res.headers, body: parsed as T };
 }

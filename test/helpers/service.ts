@@ -89,7 +89,7 @@ export async function seedHomelab(svc: RunningService['services'], opts: { role?
   const ua = await svc.identities.attachUniversalAuth(SYSTEM, identity.id);
   const { clientSecret } = await svc.identities.createClientSecret(SYSTEM, identity.id);
   const role = opts.role === undefined ? 'member' : opts.role;
-  if (role) await svc.identities.setProjectRole(SYSTEM, { project: { id: project.id }, identityId: identity.id, role });
+  if (role) await svc.memberships.upsertIdentity(SYSTEM, { project: { id: project.id }, identityId: identity.id, role });
   return { projectId: project.id, identityId: identity.id, clientId: ua.clientId, clientSecret };
 }
 

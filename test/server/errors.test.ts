@@ -61,13 +61,13 @@ for (const backend of BACKENDS) {
 
     t.test('not a member: 403; no-access: 403; viewer reads', async (t) => {
       const other = await svc.services.projects.create(SYSTEM, { name: 'other' });
-      isError(t, await list('environment=prod&workspaceSlug=other', token), 403, 'PermissionDenied', 'You are not member of this project');
+      isError(t, await list('environment=prod&workspaceSlug=other', token), 403, 'PermissionDenied', 'You are not allowed to access this resource');
       isError(t, await list(`environment=prod&workspaceId=${other.id}`, token), 403, 'PermissionDenied');
       isError(t, await request(`${svc.url}/api/v1/projects/slug/other`, { token }), 403, 'PermissionDenied');
 
-      await svc.services.identities.setProjectRole(SYSTEM, { project: { slug: 'homelab' }, identityId: seeded.identityId, role: 'no-access' });
+      await svc.services.memberships.upsertIdentity(SYSTEM, { project: { slug: 'homelab' }, identityId: seeded.identityId, role: 'no-access' });
       isError(t, await list(ESO_LIST_QUERY, token), 403, 'PermissionDenied', 'You are not allowed to access this resource');
-      await svc.services.identities.setProjectRole(SYSTEM, { project: { slug: 'homelab' }, identityId: seeded.identityId, role: 'viewer' });
+      await svc.services.memberships.upsertIdentity(SYSTEM, { project: { slug: 'homelab' }, identityId: seeded.identityId, role: 'viewer' });
       t.equal((await list(ESO_LIST_QUERY, token)).status, 200, 'the role change applies on the very next request');
     });
 

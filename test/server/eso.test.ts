@@ -37,7 +37,7 @@ for (const backend of BACKENDS) {
   t.test(`ESO sync sequence (${backend})`, async (t) => {
     const svc = await startTestService(t, await testEnv(t, backend));
     const seeded = await seedHomelab(svc.services);
-    await svc.services.projects.createFolder(SYSTEM, { project: { slug: 'homelab' }, environment: 'prod', name: 'my-app' });
+    await svc.services.folders.create(SYSTEM, { project: { slug: 'homelab' }, environment: 'prod', name: 'my-app' });
     await svc.services.secrets.create(SYSTEM, {
       project: { slug: 'homelab' }, environment: 'prod', secretPath: '/my-app', key: 'DB_USER', value: 'app',
     });

@@ -127,10 +127,11 @@ t.test('fresh clone: development keys generated once (0600), service up, wrong k
   t.match(wrong.stderr, /ENCRYPTION_KEY does not match the key this database was encrypted with/);
 });
 
-t.test('after start-up, the ENCRYPTION_KEY is nowhere in the main thread\'s heap', async (t) => {
+t.test('after start-up, neither ENCRYPTION_KEY nor AUTH_SECRET is in the main thread\'s heap', async (t) => {
   const dir = tempDir(t);
   const encryptionKey = key();
-  const server = run({ NODE_ENV: 'production', ENCRYPTION_KEY: encryptionKey, AUTH_SECRET: secret(), DATA_DIR: dir }, [
+  const authSecret = secret();
+  const server = run({ NODE_ENV: 'production', ENCRYPTION_KEY: encryptionKey, AUTH_SECRET: authSecret, DATA_DIR: dir }, [
     '--expose-gc',
     '--import',
     pathToFileURL(fixture('heapSnapshotOnSignal')).href,
@@ -148,6 +149,12 @@ t.test('after start-up, the ENCRYPTION_KEY is nowhere in the main thread\'s heap
   t.notOk(holds(encryptionKey), 'not as the hex string');
   t.notOk(holds(encryptionKey.toUpperCase()), 'not as upper-case hex');
   t.notOk(holds(Buffer.from(encryptionKey, 'hex').toString('latin1')), 'not as its bytes in a string');
+  // AUTH_SECRET: only the keys derived from it at start remain (see server/auth/tokens.ts).
+  const authBytes = Buffer.from(authSecret, 'base64');
+  t.notOk(holds(authSecret), 'AUTH_SECRET: not as the base64 string');
+  t.notOk(holds(authBytes.toString('base64url')), 'AUTH_SECRET: not as base64url');
+  t.notOk(holds(authBytes.toString('hex')), 'AUTH_SECRET: not as hex');
+  t.notOk(holds(authBytes.toString('latin1')), 'AUTH_SECRET: not as its bytes in a string');
   server.kill();
   t.equal((await server.exit).code, 0, 'and it still shuts down cleanly');
 });

@@ -4,11 +4,12 @@
 import { z } from 'zod';
 import type { AuditListRow } from '../../../storage/audit.js';
 import { isUuid } from '../../domain/access.js';
-import { auditDomain, AUDIT_MAX_LIMIT } from '../../domain/audit.js';
+import { AUDIT_MAX_LIMIT } from '../../domain/audit.js';
 import { normaliseSecretPath } from '../../domain/paths.js';
-import type { Router } from '../../http/types.js';
 import type { Services } from '../../services.js';
-import { parse, queryInt as int, queryObject } from '../input.js';
+import type { Api } from '../api.js';
+import { queryInt as int } from '../input.js';
+import { isoString } from '../shape.js';
 
 const date = (name: string) =>
   z
@@ -46,6 +47,29 @@ const listQuery = z.object({
   limit: int('limit', 1, AUDIT_MAX_LIMIT).optional(),
 });
 
+const auditLogSchema = z.object({
+  id: z.string(),
+  event: z.object({ type: z.string(), metadata: z.record(z.string(), z.unknown()) }),
+  actor: z.object({ type: z.enum(['user', 'identity', 'platform']), metadata: z.record(z.string(), z.unknown()) }),
+  projectId: z.string().nullable(),
+  ipAddress: z.string().nullable(),
+  userAgent: z.null(),
+  createdAt: isoString,
+  updatedAt: isoString,
+});
+const headSchema = z.object({ entries: z.number().int(), legacyEntries: z.number().int(), lastId: z.number().int(), mac: z.string() });
+const verifySchema = z.union([
+  z.object({ ok: z.literal(true), entries: z.number().int(), head: headSchema }),
+  z.object({
+    ok: z.literal(false),
+    entries: z.number().int(),
+    brokenAt: z.number().int().nullable(),
+    reason: z.string(),
+    anchored: z.object({ entries: z.number().int(), lastId: z.number().int() }).optional(),
+    found: z.object({ entries: z.number().int(), lastId: z.number().int() }).optional(),
+  }),
+]);
+
 function actorJson(r: AuditListRow) {
   if (r.actorType === 'user') return { type: 'user', metadata: { userId: r.actorId, email: r.actorEmail, username: r.actorEmail } };
   if (r.actorType === 'identity') return { type: 'identity', metadata: { identityId: r.actorId, name: r.actorName } };
@@ -72,29 +96,30 @@ export function auditLogJson(r: AuditListRow) {
   };
 }
 
-export function registerAuditRoutes(router: Router, svc: Services) {
-  const audit = auditDomain({ store: svc.store, access: svc.access });
+export function registerAuditRoutes(api: Api, svc: Services) {
+  api.get(
+    '/api/v1/organization/audit-logs',
+    { caller: 'any', summary: 'The audit trail, newest first, filtered and paged (superadmin; project admins with their projectId)', query: listQuery, response: z.object({ auditLogs: z.array(auditLogSchema) }) },
+    async ({ actor, query: q }) => {
+      const rows = await svc.audit.list(actor, {
+        projectId: q.projectId,
+        environment: q.environment,
+        secretPath: q.secretPath,
+        eventType: q.eventType,
+        actorType: q.actorType === undefined ? undefined : ACTOR_TYPES[q.actorType],
+        actorId: q.actor,
+        startDate: q.startDate,
+        endDate: q.endDate,
+        offset: q.offset,
+        limit: q.limit,
+      });
+      return { body: { auditLogs: rows.map(auditLogJson) } };
+    },
+  );
 
-  router.get('/api/v1/organization/audit-logs', async (req) => {
-    const actor = await svc.auth.actor(req);
-    const q = parse(listQuery, queryObject(req.query));
-    const rows = await audit.list(actor, {
-      projectId: q.projectId,
-      environment: q.environment,
-      secretPath: q.secretPath,
-      eventType: q.eventType,
-      actorType: q.actorType === undefined ? undefined : ACTOR_TYPES[q.actorType],
-      actorId: q.actor,
-      startDate: q.startDate,
-      endDate: q.endDate,
-      offset: q.offset,
-      limit: q.limit,
-    });
-    return { body: { auditLogs: rows.map(auditLogJson) } };
-  });
-
-  router.get('/api/v1/organization/audit-logs/verify', async (req) => {
-    const actor = await svc.auth.actor(req);
-    return { body: await audit.verify(actor) };
-  });
+  api.get(
+    '/api/v1/organization/audit-logs/verify',
+    { caller: 'any', summary: 'Recompute the keyed audit chain and check its anchor (superadmin)', response: verifySchema },
+    async ({ actor }) => ({ body: await svc.audit.verify(actor) }),
+  );
 }

@@ -1,9 +1,9 @@
-// Universal Auth login, and access token revoke / renew.
+// Universal Auth login, access token revoke / renew, and a person's logout.
 import { z } from 'zod';
-import { parseJsonBody } from '../../http/body.js';
-import type { Router } from '../../http/types.js';
+import { clearedSessionCookie } from '../../auth/authenticate.js';
+import { AppError } from '../../errors.js';
 import type { Services } from '../../services.js';
-import { parse } from '../input.js';
+import type { Api } from '../api.js';
 
 /**
  * A trimmed, non-empty string of at most `max` characters. Each failure says what is wrong:
@@ -21,20 +21,46 @@ const loginBody = z.object({ clientId: trimmed('clientId', 512), clientSecret: t
 // other issuers' tokens, which the verifier refuses with a 401, not a 422).
 const tokenBody = z.object({ accessToken: trimmed('accessToken', 8192) });
 
-export function registerAuthRoutes(router: Router, svc: Services) {
-  router.post('/api/v1/auth/universal-auth/login', async (req) => {
-    const body = parse(loginBody, parseJsonBody(req));
-    return { body: await svc.machineAuth.login(body) };
-  });
+/** Infisical's login answer: integers, never a max TTL of 0. */
+export const loginSchema = z.object({
+  accessToken: z.string(),
+  expiresIn: z.number().int(),
+  accessTokenMaxTTL: z.number().int(),
+  tokenType: z.literal('Bearer'),
+});
+const messageSchema = z.object({ message: z.string() });
 
-  router.post('/api/v1/auth/token/revoke', async (req) => {
-    const body = parse(tokenBody, parseJsonBody(req));
-    await svc.machineAuth.revoke(body.accessToken);
-    return { body: { message: 'Successfully revoked access token' } };
-  });
+export function registerAuthRoutes(api: Api, svc: Services) {
+  api.post(
+    '/api/v1/auth/universal-auth/login',
+    { caller: 'none', summary: 'Universal Auth: client id and secret for an access token', body: loginBody, response: loginSchema },
+    async ({ body, origin }) => ({ body: await svc.machineAuth.login({ ...body, ip: origin.ip }) }),
+  );
 
-  router.post('/api/v1/auth/token/renew', async (req) => {
-    const body = parse(tokenBody, parseJsonBody(req));
-    return { body: await svc.machineAuth.renew(body.accessToken) };
-  });
+  api.post(
+    '/api/v1/auth/token/revoke',
+    { caller: 'none', summary: 'Revoke an access token (the token is its own proof)', body: tokenBody, response: messageSchema },
+    async ({ body, origin }) => {
+      await svc.machineAuth.revoke(body.accessToken, origin);
+      return { body: { message: 'Successfully revoked access token' } };
+    },
+  );
+
+  api.post(
+    '/api/v1/auth/token/renew',
+    { caller: 'none', summary: 'Renew an access token, up to its maximum lifetime', body: tokenBody, response: loginSchema },
+    async ({ body, origin }) => ({ body: await svc.machineAuth.renew(body.accessToken, origin) }),
+  );
+
+  api.post(
+    '/api/v1/auth/logout',
+    { caller: 'user', summary: "End the caller's session", refuseMachine: () => new AppError('BAD_REQUEST', 'Machine identities revoke their token with /api/v1/auth/token/revoke'), response: messageSchema },
+    async ({ actor, origin, req }) => {
+      await svc.users.logout(actor, origin);
+      return {
+        headers: { 'Set-Cookie': clearedSessionCookie(req, svc.config.cookieSecure) },
+        body: { message: 'Successfully logged out' },
+      };
+    },
+  );
 }

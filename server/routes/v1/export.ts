@@ -2,10 +2,9 @@
 // service's own: one environment and folder as a download, for project admins. The
 // domain records it in the audit trail before anything is handed out.
 import { z } from 'zod';
-import type { SecretExport } from '../../domain/secrets.js';
-import type { Router } from '../../http/types.js';
+import type { SecretExport } from '../../domain/export.js';
 import type { Services } from '../../services.js';
-import { parse, queryObject } from '../input.js';
+import type { Api } from '../api.js';
 
 const exportQuery = z.object({
   environment: z.string({ error: 'environment is required' }).min(1).max(64),
@@ -13,9 +12,25 @@ const exportQuery = z.object({
   format: z.enum(['json', 'csv'], { error: 'format must be "json" or "csv"' }).default('json'),
 });
 
+/**
+ * A cell a spreadsheet would run as a formula (it starts with =, +, -, @, a tab or a CR)
+ * gets a leading apostrophe, as OWASP recommends against CSV injection: an admin opening
+ * the export in a spreadsheet sees the text, nothing runs. The JSON export stays exact.
+ */
+const FORMULA_START = /^[=+\-@\t\r]/;
+
+const exportSchema = z.object({
+  project: z.object({ id: z.string(), slug: z.string() }),
+  environment: z.string(),
+  secretPath: z.string(),
+  exportedAt: z.string(),
+  secrets: z.array(z.object({ key: z.string(), value: z.string(), comment: z.string() })),
+});
+
 /** RFC 4180: a field holding a comma, quote, CR or LF is quoted, quotes doubled. */
 export function csvField(s: string): string {
-  return /[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
+  const safe = FORMULA_START.test(s) ? `'${s}` : s;
+  return /[",\r\n]/.test(safe) ? `"${safe.replaceAll('"', '""')}"` : safe;
 }
 
 export function toCsv(e: SecretExport): string {
@@ -40,19 +55,27 @@ function fileName(e: SecretExport, ext: string): string {
   return `${e.project.slug}-${e.environment}-${path}`.replace(/[^A-Za-z0-9._-]/g, '_') + `.${ext}`;
 }
 
-export function registerExportRoutes(router: Router, svc: Services) {
-  router.get('/api/v1/projects/:projectId/export', async (req) => {
-    const actor = await svc.auth.actor(req);
-    const q = parse(exportQuery, queryObject(req.query));
-    const e = await svc.secrets.exportSecrets(actor, { project: { id: req.params.projectId! }, environment: q.environment, secretPath: q.secretPath, format: q.format });
-    const csv = q.format === 'csv';
-    return {
-      raw: true,
-      body: csv ? toCsv(e) : toJson(e, new Date()),
-      headers: {
-        'Content-Type': csv ? 'text/csv; charset=utf-8' : 'application/json; charset=utf-8',
-        'Content-Disposition': `attachment; filename="${fileName(e, q.format)}"`,
-      },
-    };
-  });
+export function registerExportRoutes(api: Api, svc: Services) {
+  api.get(
+    '/api/v1/projects/:projectId/export',
+    {
+      caller: 'any',
+      summary: 'One environment and folder as a JSON or CSV download (project admins; audited)',
+      query: exportQuery,
+      response: exportSchema,
+      alsoProduces: ['text/csv'],
+    },
+    async ({ actor, params, query: q, origin }) => {
+      const e = await svc.exports.exportSecrets(actor, { project: { id: params.projectId }, environment: q.environment, secretPath: q.secretPath, format: q.format, origin });
+      const csv = q.format === 'csv';
+      return {
+        raw: true,
+        body: csv ? toCsv(e) : toJson(e, new Date()),
+        headers: {
+          'Content-Type': csv ? 'text/csv; charset=utf-8' : 'application/json; charset=utf-8',
+          'Content-Disposition': `attachment; filename="${fileName(e, q.format)}"`,
+        },
+      };
+    },
+  );
 }

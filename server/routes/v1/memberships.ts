@@ -3,12 +3,9 @@
 // /api/v1/projects/:projectId/memberships/users[/:userId]
 import { z } from 'zod';
 import type { MemberKind, MembershipView } from '../../../storage/memberships.js';
-import { membershipsDomain } from '../../domain/memberships.js';
-import { AppError } from '../../errors.js';
-import { parseJsonBody } from '../../http/body.js';
-import type { HttpRequest, Router } from '../../http/types.js';
 import type { Services } from '../../services.js';
-import { parse } from '../input.js';
+import type { Api } from '../api.js';
+import { isoString } from '../shape.js';
 
 // `role`, as the contract names it, or Infisical's `roles: [{role}]` with one entry.
 const roleBody = z
@@ -71,55 +68,88 @@ export function userMembershipJson(m: MembershipView) {
 
 type MembershipJson = ReturnType<typeof identityMembershipJson> | ReturnType<typeof userMembershipJson>;
 
-const KINDS: Record<MemberKind, { segment: string; param: string; one: string; many: string; json: (m: MembershipView) => MembershipJson }> = {
-  identity: { segment: 'identities', param: 'identityId', one: 'identityMembership', many: 'identityMemberships', json: identityMembershipJson },
-  user: { segment: 'users', param: 'userId', one: 'membership', many: 'memberships', json: userMembershipJson },
+const rolesSchema = z.array(
+  z.object({
+    id: z.string(),
+    role: z.string(),
+    customRoleId: z.null(),
+    customRoleSlug: z.null(),
+    isTemporary: z.boolean(),
+    createdAt: isoString,
+    updatedAt: isoString,
+  }),
+);
+const membershipFields = { id: z.string(), projectId: z.string(), role: z.string(), roles: rolesSchema, createdAt: isoString, updatedAt: isoString };
+const identityMembershipSchema = z.object({
+  ...membershipFields,
+  identityId: z.string(),
+  identity: z.object({ id: z.string(), name: z.string().nullable(), authMethods: z.array(z.string()) }),
+});
+const userMembershipSchema = z.object({
+  ...membershipFields,
+  userId: z.string(),
+  user: z.object({ id: z.string(), email: z.string().nullable(), username: z.string().nullable(), firstName: z.string().nullable(), lastName: z.string().nullable() }),
+});
+
+const KINDS: Record<
+  MemberKind,
+  { segment: string; param: string; one: string; many: string; json: (m: MembershipView) => MembershipJson; schema: z.ZodObject }
+> = {
+  identity: { segment: 'identities', param: 'identityId', one: 'identityMembership', many: 'identityMemberships', json: identityMembershipJson, schema: identityMembershipSchema },
+  user: { segment: 'users', param: 'userId', one: 'membership', many: 'memberships', json: userMembershipJson, schema: userMembershipSchema },
 } as const;
 
-export function registerMembershipRoutes(router: Router, svc: Services) {
-  const memberships = membershipsDomain({ store: svc.store, access: svc.access, bus: svc.bus });
-  const ctx = (req: HttpRequest) => ({ ip: req.remoteAddress || null });
+export function registerMembershipRoutes(api: Api, svc: Services) {
+  const memberships = svc.memberships;
 
   for (const kind of ['identity', 'user'] as MemberKind[]) {
     const k = KINDS[kind];
-    const base = `/api/v1/projects/:projectId/memberships/${k.segment}`;
-    const one = `${base}/:${k.param}`;
-    const refs = (req: HttpRequest) => {
-      const id = req.params[k.param];
-      if (id === undefined) throw new AppError('NOT_FOUND', 'Member not found');
-      return { project: { id: req.params.projectId! }, member: { kind, id } };
-    };
-
-    router.get(base, async (req) => {
-      const actor = await svc.auth.actor(req);
-      const list = await memberships.list(actor, { project: { id: req.params.projectId! }, kind });
-      return { body: { [k.many]: list.map((m) => k.json(m)) } };
+    const base = `/api/v1/projects/:projectId/memberships/${k.segment}` as const;
+    // The member's parameter is named as Infisical names it (identityId, userId).
+    const one = `${base}/:${k.param}` as `${typeof base}/:memberId`;
+    const refs = (params: { projectId: string }) => ({
+      project: { id: params.projectId },
+      member: { kind, id: (params as Record<string, string>)[k.param] ?? '' },
     });
+    const who = kind === 'identity' ? 'an identity' : 'a person';
+    const one_ = z.object({ [k.one]: k.schema });
+    const many = z.object({ [k.many]: z.array(k.schema) });
+    const patched = z.object({ [k.one]: k.schema, roles: rolesSchema });
 
-    router.post(one, async (req) => {
-      const actor = await svc.auth.actor(req);
-      const role = parse(roleBody, parseJsonBody(req));
-      const m = await memberships.add(actor, { ...refs(req), role }, ctx(req));
-      return { body: { [k.one]: k.json(m) } };
-    });
+    api.get(
+      base,
+      { caller: 'any', summary: `The project's ${k.segment} with their roles (project admins)`, response: many },
+      async ({ actor, params }) => ({
+        body: { [k.many]: (await memberships.list(actor, { project: { id: params.projectId }, kind })).map((m) => k.json(m)) },
+      }),
+    );
 
-    router.get(one, async (req) => {
-      const actor = await svc.auth.actor(req);
-      return { body: { [k.one]: k.json(await memberships.get(actor, refs(req))) } };
-    });
+    api.post(
+      one,
+      { caller: 'any', summary: `Add ${who} to the project with a role`, body: roleBody, response: one_ },
+      async ({ actor, params, body, origin }) => ({ body: { [k.one]: k.json(await memberships.add(actor, { ...refs(params), role: body }, origin)) } }),
+    );
 
-    router.patch(one, async (req) => {
-      const actor = await svc.auth.actor(req);
-      const role = parse(roleBody, parseJsonBody(req));
-      const m = await memberships.setRole(actor, { ...refs(req), role }, ctx(req));
-      const json = k.json(m);
-      // Infisical's PATCH answers `{roles}`; the membership comes along.
-      return { body: { [k.one]: json, roles: json.roles } };
-    });
+    api.get(
+      one,
+      { caller: 'any', summary: `The role of ${who} in the project`, response: one_ },
+      async ({ actor, params }) => ({ body: { [k.one]: k.json(await memberships.get(actor, refs(params))) } }),
+    );
 
-    router.delete(one, async (req) => {
-      const actor = await svc.auth.actor(req);
-      return { body: { [k.one]: k.json(await memberships.remove(actor, refs(req), ctx(req))) } };
-    });
+    api.patch(
+      one,
+      { caller: 'any', summary: `Change the role of ${who} in the project`, body: roleBody, response: patched },
+      async ({ actor, params, body, origin }) => {
+        const json = k.json(await memberships.setRole(actor, { ...refs(params), role: body }, origin));
+        // Infisical's PATCH answers `{roles}`; the membership comes along.
+        return { body: { [k.one]: json, roles: json.roles } };
+      },
+    );
+
+    api.delete(
+      one,
+      { caller: 'any', summary: `Remove ${who} from the project`, response: one_ },
+      async ({ actor, params, origin }) => ({ body: { [k.one]: k.json(await memberships.remove(actor, refs(params), origin)) } }),
+    );
   }
 }

@@ -1,29 +1,101 @@
-// GET /api/v1/projects/slug/:slug — clients that know a slug ask for the ids here.
+// Projects, for the admin UI and Infisical's clients: POST/GET /api/v1/projects,
+// GET/PATCH/DELETE /api/v1/projects/:projectId, and GET /api/v1/projects/slug/:slug
+// (clients that know a slug ask for the ids there). A DELETE of what holds secrets needs
+// ?force=true, and ?overrideImmutable=true as well when any of them must never change.
 import { z } from 'zod';
-import type { Router } from '../../http/types.js';
+import type { EnvironmentRow } from '../../../storage/projects.js';
+import type { ProjectView } from '../../domain/projects.js';
 import type { Services } from '../../services.js';
-import { boundedName, parse } from '../input.js';
+import type { Api } from '../api.js';
+import { boundedName, queryBool } from '../input.js';
+import { isoString } from '../shape.js';
 
+export const nameText = (name: string) => z.string({ error: `${name} must be a string` }).max(256);
+
+const createBody = z.object({ projectName: nameText('projectName'), slug: nameText('slug').optional() });
+const updateBody = z.object({ name: nameText('name').optional(), slug: nameText('slug').optional() });
+export const forceQuery = z.object({ force: queryBool.optional(), overrideImmutable: queryBool.optional() });
 // The limits of every other project ref: the slug is echoed in the 404 message.
-const params = z.object({ slug: boundedName('slug', 64) });
+const slugParams = z.object({ slug: boundedName('slug', 64) });
 
-export function registerProjectRoutes(router: Router, svc: Services) {
-  router.get('/api/v1/projects/slug/:slug', async (req) => {
-    const actor = await svc.auth.actor(req);
-    const { slug } = parse(params, req.params);
-    const { project } = await svc.access.authorize(actor, { slug }, 'secrets:read');
-    return {
-      body: {
-        id: project.id,
-        _id: project.id,
-        name: project.name,
-        slug: project.slug,
-        orgId: project.orgId,
-        version: 3,
-        environments: project.environments.map((e) => ({ id: e.id, name: e.name, slug: e.slug })),
-        createdAt: project.createdAt.toISOString(),
-        updatedAt: project.updatedAt.toISOString(),
-      },
-    };
-  });
+export const environmentSchema = z.object({ id: z.string(), name: z.string(), slug: z.string(), position: z.number().int() });
+const projectFields = { id: z.string(), _id: z.string(), name: z.string(), slug: z.string(), orgId: z.string(), version: z.literal(3), createdAt: isoString, updatedAt: isoString };
+const projectSchema = z.object({ ...projectFields, environments: z.array(environmentSchema) });
+const oneProject = z.object({ project: projectSchema });
+/** Unwrapped, with the ids clients need. */
+const projectBySlug = z.object({ ...projectFields, environments: z.array(environmentSchema.omit({ position: true })) });
+
+export const environmentShape = (e: EnvironmentRow) => ({ id: e.id, name: e.name, slug: e.slug, position: e.position });
+
+export function projectShape(p: ProjectView) {
+  return {
+    id: p.id,
+    _id: p.id,
+    name: p.name,
+    slug: p.slug,
+    orgId: p.orgId,
+    version: 3,
+    environments: p.environments.map(environmentShape),
+    createdAt: p.createdAt.toISOString(),
+    updatedAt: p.updatedAt.toISOString(),
+  };
+}
+
+export function registerProjectRoutes(api: Api, svc: Services) {
+  api.post(
+    '/api/v1/projects',
+    { caller: 'any', summary: 'Create a project (slug derived from the name when absent; environments dev, staging, prod)', body: createBody, response: oneProject },
+    async ({ actor, body, origin }) => ({
+      body: { project: projectShape(await svc.projects.create(actor, { name: body.projectName, slug: body.slug, origin })) },
+    }),
+  );
+
+  api.get(
+    '/api/v1/projects',
+    { caller: 'any', summary: "The caller's projects (every project for the superadmin)", response: z.object({ projects: z.array(projectSchema) }) },
+    async ({ actor }) => ({ body: { projects: (await svc.projects.list(actor)).map(projectShape) } }),
+  );
+
+  api.get(
+    '/api/v1/projects/:projectId',
+    { caller: 'any', summary: 'One project with its environments', response: oneProject },
+    async ({ actor, params }) => ({ body: { project: projectShape(await svc.projects.get(actor, { id: params.projectId })) } }),
+  );
+
+  api.patch(
+    '/api/v1/projects/:projectId',
+    { caller: 'any', summary: "Rename a project or change its slug (project admins)", body: updateBody, response: oneProject },
+    async ({ actor, params, body, origin }) => ({
+      body: { project: projectShape(await svc.projects.update(actor, { id: params.projectId }, body, origin)) },
+    }),
+  );
+
+  api.delete(
+    '/api/v1/projects/:projectId',
+    { caller: 'any', summary: 'Delete a project and everything in it (project admins; force=true when it holds secrets)', query: forceQuery, response: oneProject },
+    async ({ actor, params, query, origin }) => ({
+      body: { project: projectShape(await svc.projects.remove(actor, { id: params.projectId }, query, origin)) },
+    }),
+  );
+
+  api.get(
+    '/api/v1/projects/slug/:slug',
+    { caller: 'any', summary: 'A project by slug, with the ids clients need (Infisical shape, unwrapped)', params: slugParams, response: projectBySlug },
+    async ({ actor, params }) => {
+      const project = await svc.projects.get(actor, { slug: params.slug });
+      return {
+        body: {
+          id: project.id,
+          _id: project.id,
+          name: project.name,
+          slug: project.slug,
+          orgId: project.orgId,
+          version: 3,
+          environments: project.environments.map((e) => ({ id: e.id, name: e.name, slug: e.slug })),
+          createdAt: project.createdAt.toISOString(),
+          updatedAt: project.updatedAt.toISOString(),
+        },
+      };
+    },
+  );
 }

@@ -2,12 +2,10 @@
 // (a rename; as Infisical, `path` is the folder's parent and a name is taken for an id),
 // DELETE /api/v2/folders/:folderIdOrName.
 import { z } from 'zod';
-import { parseJsonBody } from '../../http/body.js';
-import type { FolderView } from '../../domain/projects.js';
-import type { Router } from '../../http/types.js';
+import type { FolderView } from '../../domain/folders.js';
 import type { Services } from '../../services.js';
-import { parse, queryObject } from '../input.js';
-import { boolish, bodyAndQuery, projectIdRef, ref } from '../writeInput.js';
+import type { Api } from '../api.js';
+import { boolish, projectIdRef, ref } from '../input.js';
 
 const scope = {
   projectId: ref,
@@ -24,52 +22,52 @@ const renameBody = z.object({ ...scope, name });
 const listQuery = z.object(scope);
 const deleteInput = z.object({ ...scope, force: boolish.optional(), overrideImmutable: boolish.optional() });
 
+const listedSchema = z.object({ id: z.string(), name: z.string(), path: z.string(), parentId: z.string().nullable() });
+const oneFolder = z.object({ folder: listedSchema.extend({ envId: z.string() }) });
+
+type Scope = z.output<typeof listQuery>;
+/** Where a folder request points: the project, environment and parent path. */
+const where = (b: Scope) => ({ project: projectIdRef(b), environment: b.environment, path: b.path ?? b.directory });
+
 const folderShape = (f: FolderView) => ({ id: f.id, name: f.name, path: f.path, parentId: f.parentId, envId: f.environmentId });
+const listedShape = (f: { id: string; name: string; path: string; parentId: string | null }) => ({ id: f.id, name: f.name, path: f.path, parentId: f.parentId });
 
-export function registerFolderRoutes(router: Router, svc: Services) {
-  router.post('/api/v2/folders', async (req) => {
-    const actor = await svc.auth.actor(req);
-    const b = parse(createBody, parseJsonBody(req));
-    const folder = await svc.projects.createFolder(actor, {
-      project: projectIdRef(b),
-      environment: b.environment,
-      parentPath: b.path ?? b.directory,
-      name: b.name,
-    });
-    return { body: { folder: folderShape(folder) } };
-  });
+export function registerFolderRoutes(api: Api, svc: Services) {
+  api.post(
+    '/api/v2/folders',
+    { caller: 'any', summary: 'Create a folder under `path`', body: createBody, response: oneFolder },
+    async ({ actor, body, origin }) => {
+      const { path, ...at } = where(body);
+      return { body: { folder: folderShape(await svc.folders.create(actor, { ...at, parentPath: path, name: body.name, origin })) } };
+    },
+  );
 
-  router.patch('/api/v2/folders/:folderId', async (req) => {
-    const actor = await svc.auth.actor(req);
-    const b = parse(renameBody, parseJsonBody(req));
-    const folder = await svc.projects.renameFolder(actor, {
-      project: projectIdRef(b),
-      environment: b.environment,
-      path: b.path ?? b.directory,
-      folder: req.params.folderId!,
-      name: b.name,
-    });
-    return { body: { folder: folderShape(folder) } };
-  });
+  api.patch(
+    '/api/v2/folders/:folderId',
+    { caller: 'any', summary: 'Rename a folder (its sub-folders move along)', body: renameBody, response: oneFolder },
+    async ({ actor, params, body, origin }) => ({
+      body: { folder: folderShape(await svc.folders.rename(actor, { ...where(body), folder: params.folderId, name: body.name, origin })) },
+    }),
+  );
 
-  router.get('/api/v2/folders', async (req) => {
-    const actor = await svc.auth.actor(req);
-    const q = parse(listQuery, queryObject(req.query));
-    const folders = await svc.projects.listFolders(actor, { project: projectIdRef(q), environment: q.environment, path: q.path ?? q.directory });
-    return { body: { folders: folders.map((f) => ({ id: f.id, name: f.name, path: f.path, parentId: f.parentId })) } };
-  });
+  api.get(
+    '/api/v2/folders',
+    { caller: 'any', summary: 'The sub-folders of `path`', query: listQuery, response: z.object({ folders: z.array(listedSchema) }) },
+    async ({ actor, query }) => ({ body: { folders: (await svc.folders.list(actor, where(query))).map(listedShape) } }),
+  );
 
-  router.delete('/api/v2/folders/:folderIdOrName', async (req) => {
-    const actor = await svc.auth.actor(req);
-    const b = parse(deleteInput, bodyAndQuery(req));
-    const folder = await svc.projects.deleteFolder(actor, {
-      project: projectIdRef(b),
-      environment: b.environment,
-      path: b.path ?? b.directory,
-      folder: req.params.folderIdOrName!,
-      force: b.force,
-      overrideImmutable: b.overrideImmutable,
-    });
-    return { body: { folder: { id: folder.id, name: folder.name, path: folder.path, parentId: folder.parentId } } };
-  });
+  api.delete(
+    '/api/v2/folders/:folderIdOrName',
+    { caller: 'any', summary: 'Delete a folder and what it holds (force=true when it holds secrets)', body: deleteInput, bodyFrom: 'body+query', response: z.object({ folder: listedSchema }) },
+    async ({ actor, params, body, origin }) => {
+      const folder = await svc.folders.remove(actor, {
+        ...where(body),
+        folder: params.folderIdOrName,
+        force: body.force,
+        overrideImmutable: body.overrideImmutable,
+        origin,
+      });
+      return { body: { folder: listedShape(folder) } };
+    },
+  );
 }

@@ -67,6 +67,9 @@ export function parseCsv(text: string): string[][] {
 }
 
 type Entry = { key: string; value: string; comment: string };
+/** What CSV holds of an entry: cells a spreadsheet would run as a formula carry a leading apostrophe (OWASP). */
+const neutral = (s: string) => (/^[=+\-@\t\r]/.test(s) ? `'${s}` : s);
+const asCsv = (entries: Entry[]) => entries.map((e) => ({ key: neutral(e.key), value: neutral(e.value), comment: neutral(e.comment) }));
 const sorted = (xs: Entry[]) => [...xs].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
 
 for (const backend of BACKENDS) {
@@ -145,7 +148,10 @@ for (const backend of BACKENDS) {
       const rows = parseCsv(r.text);
       t.same(rows[0], ['key', 'value', 'comment'], 'the header');
       t.ok(rows.every((row) => row.length === 3), 'three fields in every record');
-      t.same(sorted(rows.slice(1).map(([key, value, comment]) => ({ key: key!, value: value!, comment: comment! }))), sorted(root));
+      t.same(sorted(rows.slice(1).map(([key, value, comment]) => ({ key: key!, value: value!, comment: comment! }))), sorted(asCsv(root)));
+      const formula = rows.find((row) => row[0] === 'FORMULA')!;
+      t.ok(formula[1]!.startsWith("'=SUM(A1:A2)+") && formula[2] === "'@cmd", 'a formula and an @ command are neutralised');
+      t.ok(rows.find((row) => row[0] === 'PEM')![1]!.startsWith("'-----BEGIN KEY-----"), 'so is a leading minus');
       t.ok(r.text.includes(`"${root[2]!.value.replaceAll('"', '""')}"`), 'quotes are doubled inside a quoted field');
       t.ok(r.text.startsWith('key,value,comment\r\n') && r.text.endsWith('\r\n'), 'CRLF line ends');
       const sub = parseCsv((await download('environment=prod&secretPath=%2Fapp&format=csv')).text);
@@ -186,7 +192,7 @@ for (const backend of BACKENDS) {
         const n0 = await exports();
         const r = await download('environment=prod&format=csv', token);
         t.equal(r.status, 200, `${who}: ${r.text.slice(0, 200)}`);
-        t.same(sorted(parseCsv(r.text).slice(1).map(([key, value, comment]) => ({ key: key!, value: value!, comment: comment! }))), sorted(root), who);
+        t.same(sorted(parseCsv(r.text).slice(1).map(([key, value, comment]) => ({ key: key!, value: value!, comment: comment! }))), sorted(asCsv(root)), who);
         const [last] = await sql`select actor_id from audit_log where event_type = 'export-secrets' order by id desc limit 1`;
         t.equal(await exports(), n0 + 1, `${who}: audited`);
         t.equal(last!.actorId, who === 'the superadmin' ? admin.userId : who.includes('identity') ? adminId.identityId : lead.userId);
@@ -195,9 +201,9 @@ for (const backend of BACKENDS) {
         ['an identity with the member role', (await machine(svc, 'exp-member', [[P, 'member']])).token, 403, 'PermissionDenied', 'You are not allowed to access this resource'],
         ['an identity with the viewer role', (await machine(svc, 'exp-viewer', [[P, 'viewer']])).token, 403, 'PermissionDenied', 'You are not allowed to access this resource'],
         ['an identity with the no-access role', (await machine(svc, 'exp-none', [[P, 'no-access']])).token, 403, 'PermissionDenied', 'You are not allowed to access this resource'],
-        ['an identity without membership', (await machine(svc, 'exp-stranger')).token, 403, 'PermissionDenied', 'You are not member of this project'],
-        ['an admin of another project', (await machine(svc, 'exp-other-admin', [[H, 'admin']])).token, 403, 'PermissionDenied', 'You are not member of this project'],
-        ['a person without membership', pat.token, 403, 'PermissionDenied', 'You are not member of this project'],
+        ['an identity without membership', (await machine(svc, 'exp-stranger')).token, 403, 'PermissionDenied', 'You are not allowed to access this resource'],
+        ['an admin of another project', (await machine(svc, 'exp-other-admin', [[H, 'admin']])).token, 403, 'PermissionDenied', 'You are not allowed to access this resource'],
+        ['a person without membership', pat.token, 403, 'PermissionDenied', 'You are not allowed to access this resource'],
         ['no token', undefined, 401, 'UnauthorizedError', 'Token missing'],
         ['a bad token', 'a.b.c', 401, 'TokenError', ''],
       ];

@@ -47,7 +47,7 @@ for (const backend of BACKENDS) {
     const secret = (environment: string, secretPath: string, key: string, projectId = P) =>
       svc.services.secrets.create(SYSTEM, { project: { id: projectId }, environment, secretPath, key, value: `value of ${key}` });
     const folder = (name: string, path = '/', environment = 'dev', projectId = P) =>
-      svc.services.projects.createFolder(SYSTEM, { project: { id: projectId }, environment, parentPath: path, name });
+      svc.services.folders.create(SYSTEM, { project: { id: projectId }, environment, parentPath: path, name });
     /** Every folder whose path is not its parent's path plus its name (none, ever). */
     const inconsistentPaths = async () =>
       sql`select c.path from folders c join folders p on p.id = c.parent_id
@@ -345,14 +345,14 @@ for (const backend of BACKENDS) {
           }
           t.test(`${name}: ${who}`, async (t) =>
             isError(t, await api(svc, method, path, caller.token, body), 403, 'PermissionDenied',
-              caller.stranger ? 'You are not member of this project' : 'You are not allowed to access this resource'));
+              caller.stranger ? 'You are not allowed to access this resource' : 'You are not allowed to access this resource'));
         }
         t.test(`${name}: no token`, async (t) => isError(t, await api(svc, method, path, undefined, body), 401, 'UnauthorizedError'));
       }
       for (const [name, method, path, body] of ops(Q)) {
         for (const [who, caller] of [['a member', member], ['an admin', pAdmin]] as const) {
           t.test(`${name}: ${who} of project A in project B`, async (t) =>
-            isError(t, await api(svc, method, path, caller.token, body), 403, 'PermissionDenied', 'You are not member of this project'));
+            isError(t, await api(svc, method, path, caller.token, body), 403, 'PermissionDenied', 'You are not allowed to access this resource'));
         }
       }
       for (const id of [MISSING, 'not-a-uuid', "x' or 1=1 --"]) {

@@ -45,7 +45,7 @@ export async function machine(svc: TestService, name: string, roles: Array<[proj
   const identity = await ids.create(SYSTEM, { name });
   const ua = await ids.attachUniversalAuth(SYSTEM, identity.id);
   const { clientSecret } = await ids.createClientSecret(SYSTEM, identity.id);
-  for (const [projectId, role] of roles) await ids.setProjectRole(SYSTEM, { project: { id: projectId }, identityId: identity.id, role });
+  for (const [projectId, role] of roles) await svc.services.memberships.upsertIdentity(SYSTEM, { project: { id: projectId }, identityId: identity.id, role });
   const creds = { clientId: ua.clientId, clientSecret };
   return { identityId: identity.id, ...creds, token: await login(svc.url, creds) };
 }

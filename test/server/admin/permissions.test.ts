@@ -12,7 +12,7 @@ import { api, isError, machine, plainUser, snapshot, superadmin, type Method } f
 type Need = 'read' | 'write' | 'admin';
 type Standing = 'admin' | 'member' | 'viewer' | 'no-access' | 'stranger' | 'anonymous';
 
-const NOT_MEMBER = 'You are not member of this project';
+const NOT_MEMBER = 'You are not allowed to access this resource';
 const NOT_ALLOWED = 'You are not allowed to access this resource';
 
 /** What a caller of `standing` gets for an operation that needs `need`. */

@@ -250,7 +250,7 @@ for (const backend of BACKENDS) {
 
     t.test('delete a project: refused while it holds secrets, everything goes with force=true', async (t) => {
       const p = await create({ projectName: 'doomed' });
-      await svc.services.projects.createFolder(SYSTEM, { project: { id: p.id }, environment: 'staging', parentPath: '/', name: 'app' });
+      await svc.services.folders.create(SYSTEM, { project: { id: p.id }, environment: 'staging', parentPath: '/', name: 'app' });
       await secret(svc, p.id, 'dev', 'ONE');
       await secret(svc, p.id, 'staging', 'TWO', '/app');
       const reader = await machine(svc, 'doomed-reader', [[p.id, 'member']]);
@@ -435,13 +435,13 @@ for (const backend of BACKENDS) {
           }
           t.test(`${name}: ${who}`, async (t) =>
             isError(t, await api(svc, method, path, caller.token, body), 403, 'PermissionDenied',
-              caller.stranger ? 'You are not member of this project' : 'You are not allowed to access this resource'));
+              caller.stranger ? 'You are not allowed to access this resource' : 'You are not allowed to access this resource'));
         }
         t.test(`${name}: no token`, async (t) => isError(t, await api(svc, method, path, undefined, body), 401, 'UnauthorizedError'));
       }
       for (const [name, method, path, body] of ops(Q.id, envOf(Q))) {
         t.test(`${name}: an admin of project A in project B`, async (t) =>
-          isError(t, await api(svc, method, path, pAdmin.token, body), 403, 'PermissionDenied', 'You are not member of this project'));
+          isError(t, await api(svc, method, path, pAdmin.token, body), 403, 'PermissionDenied', 'You are not allowed to access this resource'));
         t.test(`${name}: project B's environment through project A`, async (t) => {
           const crossed = path.replace(Q.id, P.id);
           if (crossed.includes('/environments/')) {

@@ -270,8 +270,10 @@ for (const backend of BACKENDS) {
       t.same((await get('NEW_NAME')).body.secret, renamed.body.secret);
       const listed = await list();
       t.ok(!listed.body.secrets.some((s: any) => s.secretKey === 'OLD_NAME') && valueOf(listed, 'NEW_NAME') === 'keep me');
-      t.equal((await v3('PATCH', 'NEW_NAME', { ...where, newSecretName: '' })).body.secret.secretKey, 'NEW_NAME', 'an empty newSecretName renames nothing');
-      t.equal((await v3('PATCH', 'NEW_NAME', { ...where, newSecretName: 'NEW_NAME' })).body.secret.version, 4, 'renaming to itself is a plain update');
+      // A blank name is refused on every rename (not read as "no rename"): nothing changes.
+      isError(t, await v3('PATCH', 'NEW_NAME', { ...where, newSecretName: '' }), 422, 'ValidationFailure', undefined);
+      t.equal((await get('NEW_NAME')).body.secret.version, 2, 'an empty newSecretName is refused and changes nothing');
+      t.equal((await v3('PATCH', 'NEW_NAME', { ...where, newSecretName: 'NEW_NAME' })).body.secret.version, 3, 'renaming to itself is a plain update');
       const [audit] = await sql`select secret_key, secret_version, metadata from audit_log where event_type = 'update-secret' and secret_key = 'NEW_NAME' order by id limit 1`;
       t.same([audit!.secretKey, audit!.secretVersion, audit!.metadata], ['NEW_NAME', 2, { renamedFrom: 'OLD_NAME' }]);
       t.same((await v3('POST', 'OLD_NAME', { ...where, secretValue: 'a new one' })).body.secret.version, 1, 'the old name is free again');

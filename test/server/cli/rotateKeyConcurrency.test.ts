@@ -95,7 +95,7 @@ for (const backend of ['postgres', 'embedded'] as Backend[]) {
     // A replica that read version 1 before the rotation committed, still holding the old key.
     const stale = await createCrypto({ encryptionKeyHex: f.env.ENCRYPTION_KEY!, rootKeyVersion: 1, threads: 1 });
     t.teardown(() => stale.close());
-    const staleProjects = projectsDomain({ store, crypto: stale, access: services.access, bus: services.bus });
+    const staleProjects = projectsDomain({ store, crypto: stale, access: services.access, changes: services.changes });
     await t.rejects(staleProjects.create(SYSTEM, { name: 'stale' }), StaleRootKeyVersionError, 'project creation is refused');
     t.equal(await store.projects.bySlug('stale'), undefined, 'no project half-written');
 

@@ -21,7 +21,7 @@ export async function fixture(t: Test, backend: Backend): Promise<Fixture> {
   const services = await openServices(t, env);
   const seeded = await seedHomelab(services);
   await services.projects.create(SYSTEM, { name: 'other' });
-  await services.projects.createFolder(SYSTEM, { project: { slug: 'other' }, environment: 'dev', name: 'app' });
+  await services.folders.create(SYSTEM, { project: { slug: 'other' }, environment: 'dev', name: 'app' });
   const ref = { project: { slug: 'other' }, environment: 'dev', secretPath: '/app' };
   await services.secrets.create(SYSTEM, { ...ref, key: 'DB_URL', value: 'postgres://a:b@db/app ✓', comment: 'with a comment' });
   await services.secrets.update(SYSTEM, { ...ref, key: 'DB_URL', value: 'postgres://a:c@db/app ✓' });

@@ -5,6 +5,7 @@
 import t from 'tap';
 import type { Crypto } from '../../../crypto/index.js';
 import { SYSTEM, type Actor } from '../../../server/domain/access.js';
+import { folderSnapshots } from '../../../server/domain/snapshots.js';
 import { secretsDomain } from '../../../server/domain/secrets.js';
 import { BACKENDS, INVENTORY, seedHomelab, startTestService, testEnv } from '../../helpers/service.js';
 
@@ -40,8 +41,8 @@ for (const backend of BACKENDS) {
     const s = svc.services;
     const seeded = await seedHomelab(s);
     const project = { slug: 'homelab' };
-    await s.projects.createFolder(SYSTEM, { project, environment: 'prod', name: 'refs' });
-    await s.projects.createFolder(SYSTEM, { project, environment: 'dev', name: 'app' });
+    await s.folders.create(SYSTEM, { project, environment: 'prod', name: 'refs' });
+    await s.folders.create(SYSTEM, { project, environment: 'dev', name: 'app' });
     const put = (environment: string, secretPath: string, key: string, value: string, comment?: string) =>
       s.secrets.create(SYSTEM, { project, environment, secretPath, key, value, comment });
     await put('prod', '/refs', 'A', 'plain-a');
@@ -56,7 +57,13 @@ for (const backend of BACKENDS) {
     await put('dev', '/app', 'DB', 'dev-db');
 
     const counted = countingCrypto(s.crypto);
-    const secrets = secretsDomain({ store: s.store, crypto: counted.crypto, access: s.access, caches: s.caches, bus: s.bus });
+    const secrets = secretsDomain({
+      store: s.store,
+      crypto: counted.crypto,
+      access: s.access,
+      snapshots: folderSnapshots({ store: s.store, caches: s.caches }),
+      changes: s.changes,
+    });
     const eso: Actor = { kind: 'identity', identityId: seeded.identityId };
     const tasksOf = async <T>(read: () => Promise<T>): Promise<{ result: T; tasks: Task[] }> => {
       counted.tasks.length = 0;

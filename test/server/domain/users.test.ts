@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { createCrypto } from '../../../crypto/index.js';
 import { loginAttemptKeys, userSessionTokens } from '../../../server/auth/tokens.js';
+import { writePipeline } from '../../../server/domain/pipeline.js';
 import { usersDomain } from '../../../server/domain/users.js';
 import { AppError } from '../../../server/errors.js';
 import { memoryBus } from '../../../storage/cache.js';
@@ -51,12 +52,16 @@ async function setUp(t: { teardown(fn: () => unknown): void }, backend: Backend)
   const auditKey = await openAuditKey(createStore(db.sql), crypto);
   const recorder = recordingSql(db.sql);
   const authSecret = randomBytes(32);
+  const store = createStore(recorder.sql, { auditKey });
+  const bus = memoryBus();
   const users = await usersDomain({
-    store: createStore(recorder.sql, { auditKey }),
+    store,
     crypto: countingCrypto,
     sessions: userSessionTokens(authSecret),
     emailKey: loginAttemptKeys(authSecret),
-    bus: memoryBus(),
+    bus,
+    // People's own changes only: nothing here is authorized by a project role.
+    changes: writePipeline({ store, bus, access: { authorize: () => Promise.reject(new Error('no project access here')) } }),
     sessionTtlSeconds: 3600,
     lockout: { maxAttempts: MAX_ATTEMPTS, seconds: 300 },
   });

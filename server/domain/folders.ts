@@ -1,0 +1,184 @@
+// Folders inside an environment: list, create, rename (the subtree moves), delete (with
+// what they hold).
+import type { FolderRow } from '../../storage/folders.js';
+import type { Store, TxStores } from '../../storage/index.js';
+import type { EnvironmentRow } from '../../storage/projects.js';
+import { AppError } from '../errors.js';
+import { isUuid, type AccessControl, type Actor, type ProjectRef, type SystemActor } from './access.js';
+import { topics } from './caches.js';
+import { auditCascade, refuseUnlessForced, takenMeanwhile, type ForceOptions } from './cascade.js';
+import { normaliseSecretPath } from './paths.js';
+import type { Origin, WritePipeline } from './pipeline.js';
+import { folderNotFound } from './snapshots.js';
+
+/** A folder as the folder routes answer it. */
+export interface FolderView {
+  id: string;
+  name: string;
+  path: string;
+  parentId: string | null;
+  environmentId: string;
+}
+
+const folderView = (f: FolderRow): FolderView => ({ id: f.id, name: f.name, path: f.path, parentId: f.parentId, environmentId: f.environmentId });
+
+/** The longest path normaliseSecretPath accepts: a folder moved beyond it could not be named. */
+const MAX_PATH_LENGTH = 1024;
+
+/**
+ * A folder's name is stored as given and its path built from it, so it must already be
+ * one normalised segment: "x/" would normalise to "/x" but be stored as "/x/".
+ */
+function validateFolderName(name: string): string {
+  if (name === '' || name.includes('/') || normaliseSecretPath(`/${name}`) !== `/${name}`) {
+    throw new AppError('VALIDATION', 'Folder name must be a single path segment (letters, digits, _ . - only)');
+  }
+  return name;
+}
+
+const childPath = (parentPath: string, name: string) => (parentPath === '/' ? `/${name}` : `${parentPath}/${name}`);
+
+/**
+ * The direct sub-folder of `parentPath` named by id or name, with its whole subtree
+ * locked (FOR UPDATE) for the rest of the transaction: nothing is added below it, and no
+ * secret written into it, until the caller's change commits.
+ */
+async function childOf(s: TxStores, env: EnvironmentRow, parentPath: string, idOrName: string) {
+  const notFound = () => new AppError('NOT_FOUND', `Folder '${idOrName}' in '${parentPath}' of environment '${env.slug}' not found`);
+  const parent = await s.folders.byPath(env.id, parentPath);
+  if (!parent) throw folderNotFound(parentPath, env);
+  const children = await s.folders.children(parent.id);
+  const folder = isUuid(idOrName) ? children.find((f) => f.id === idOrName.toLowerCase()) : children.find((f) => f.name === idOrName);
+  if (!folder) throw notFound();
+  let subtree = await s.folders.lockSubtree(env.id, folder.path);
+  // Renamed or deleted between the look-up and the lock.
+  if (!subtree.includes(folder.id)) throw notFound();
+  // A sub-folder whose create committed while we waited for the lock is not in that
+  // statement's snapshot: lock again until nothing new appears.
+  for (;;) {
+    const again = await s.folders.lockSubtree(env.id, folder.path);
+    if (again.length === subtree.length) break;
+    subtree = again;
+  }
+  return { folder, subtree };
+}
+
+export interface FoldersDeps {
+  store: { folders: Pick<Store['folders'], 'byPath' | 'children'> };
+  access: Pick<AccessControl, 'authorize' | 'environment'>;
+  changes: Pick<WritePipeline, 'inProject'>;
+}
+
+interface Where {
+  project: ProjectRef;
+  environment: string;
+  origin?: Origin;
+}
+
+export function foldersDomain(deps: FoldersDeps) {
+  const { store, access, changes } = deps;
+
+  async function writeTo(actor: Actor | SystemActor, w: Where) {
+    const grant = await changes.inProject(actor, w.project, 'secrets:write', w.origin);
+    return { grant, project: grant.project, env: access.environment(grant.project, w.environment) };
+  }
+
+  return {
+    /** The direct sub-folders of the folder at `path`. */
+    async list(actor: Actor | SystemActor, input: { project: ProjectRef; environment: string; path?: string }): Promise<FolderRow[]> {
+      const { project } = await access.authorize(actor, input.project, 'secrets:read');
+      const env = access.environment(project, input.environment);
+      const path = normaliseSecretPath(input.path);
+      const folder = await store.folders.byPath(env.id, path);
+      if (!folder) throw folderNotFound(path, env);
+      return store.folders.children(folder.id);
+    },
+
+    /** Creates the folder `name` under `parentPath`. */
+    async create(actor: Actor | SystemActor, input: Where & { parentPath?: string; name: string }): Promise<FolderView> {
+      const { grant, project, env } = await writeTo(actor, input);
+      const parentPath = normaliseSecretPath(input.parentPath);
+      const name = validateFolderName(input.name);
+      const path = childPath(parentPath, name);
+      normaliseSecretPath(path); // the depth limit
+      const folder = await grant
+        .run(async ({ s, audit, invalidate }) => {
+          // Held: a rename or delete of the parent waits for this create, or it for them.
+          const parent = await s.folders.byPathForWrite(env.id, parentPath);
+          if (!parent) throw folderNotFound(parentPath, env);
+          if (await s.folders.byPath(env.id, path)) throw new AppError('BAD_REQUEST', `Folder '${path}' already exists`);
+          const f = await s.folders.insert({ environmentId: env.id, parentId: parent.id, parentPath, name });
+          await audit({ eventType: 'create-folder', projectId: project.id, environment: env.slug, secretPath: path });
+          invalidate(topics.environment, env.id);
+          return f;
+        })
+        .catch(takenMeanwhile(`Folder '${path}' already exists`));
+      return folderView(folder);
+    },
+
+    /**
+     * Renames the sub-folder of `path` named by id or name; every folder below it moves
+     * to the new prefix. Sealed values are bound to folder ids, not paths, so nothing is
+     * re-encrypted; reads of the old paths answer 404 from the next request on.
+     */
+    async rename(actor: Actor | SystemActor, input: Where & { path?: string; folder: string; name: string }): Promise<FolderView> {
+      const { grant, project, env } = await writeTo(actor, input);
+      const parentPath = normaliseSecretPath(input.path);
+      const name = validateFolderName(input.name);
+      const newPath = childPath(parentPath, name);
+      const folder = await grant
+        .run(async ({ s, audit, invalidate }) => {
+          const root = await s.folders.byPath(env.id, '/');
+          if (root && isUuid(input.folder) && input.folder.toLowerCase() === root.id) {
+            throw new AppError('BAD_REQUEST', 'The root folder cannot be renamed');
+          }
+          const { folder: target } = await childOf(s, env, parentPath, input.folder);
+          if (target.name === name) return target;
+          if (await s.folders.byPath(env.id, newPath)) throw new AppError('BAD_REQUEST', `Folder '${newPath}' already exists`);
+          // Every folder that moves must still be nameable by a path afterwards.
+          const longest = Math.max(...(await s.folders.subtree(env.id, target.path)).map((f) => f.path.length));
+          if (longest - target.path.length + newPath.length > MAX_PATH_LENGTH) {
+            throw new AppError('VALIDATION', `Renamed, a folder below '${target.path}' would have a path longer than ${MAX_PATH_LENGTH} characters`);
+          }
+          const moved = await s.folders.renameSubtree(env.id, { id: target.id, name, oldPath: target.path, newPath });
+          await audit({
+            eventType: 'update-folder',
+            projectId: project.id,
+            environment: env.slug,
+            secretPath: newPath,
+            metadata: { folderId: target.id, oldPath: target.path, newPath, foldersMoved: moved.length },
+          });
+          invalidate(topics.environment, env.id);
+          return moved.find((f) => f.id === target.id)!;
+        })
+        .catch(takenMeanwhile(`Folder '${newPath}' already exists`));
+      return folderView(folder);
+    },
+
+    /**
+     * Deletes the sub-folder of `path` named by id or name, with everything below it;
+     * refused while that subtree holds secrets unless forced.
+     */
+    async remove(actor: Actor | SystemActor, input: Where & { path?: string; folder: string } & ForceOptions): Promise<FolderRow> {
+      const { grant, project, env } = await writeTo(actor, input);
+      const parentPath = normaliseSecretPath(input.path);
+      return grant.run(async ({ s, audit, invalidate }) => {
+        const { folder: target, subtree } = await childOf(s, env, parentPath, input.folder);
+        const secrets = await s.secrets.inventoryOfFolders(subtree);
+        refuseUnlessForced(secrets, input, `Folder '${target.path}'`);
+        await s.folders.remove(target.id);
+        await auditCascade(audit, project.id, () => env.slug, secrets, 'delete-folder');
+        await audit({
+          eventType: 'delete-folder',
+          projectId: project.id,
+          environment: env.slug,
+          secretPath: target.path,
+          metadata: { folderId: target.id, secretsDeleted: secrets.length },
+        });
+        invalidate(topics.environment, env.id);
+        return target;
+      });
+    },
+  };
+}
+export type FoldersDomain = ReturnType<typeof foldersDomain>;

@@ -1,0 +1,127 @@
+// A secret's history: every version, opened, newest first; and restoring one as a NEW
+// version (history is never rewritten).
+import type { Crypto } from '../../crypto/index.js';
+import type { Store } from '../../storage/index.js';
+import type { EnvironmentRow, ProjectRecord } from '../../storage/projects.js';
+import type { SecretVersionRow } from '../../storage/secrets.js';
+import { AppError } from '../errors.js';
+import { auditActor, isUuid, type AccessControl, type Actor, type SystemActor } from './access.js';
+import { topics } from './caches.js';
+import type { Origin, WritePipeline } from './pipeline.js';
+import { openSealed, sealVersion, sealedItems, valuesAndComments, versionRow } from './sealed.js';
+import { IMMUTABLE_OVERRIDE, REQUIRES_OVERRIDE, secretView, type SecretView } from './secrets.js';
+
+/** One version of a secret, opened, for the version history. */
+export interface SecretVersionView {
+  id: string;
+  secretId: string;
+  projectId: string;
+  environment: string;
+  path: string;
+  version: number;
+  key: string;
+  value: string;
+  comment: string;
+  actorType: string;
+  actorId: string | null;
+  createdAt: Date;
+}
+
+export interface SecretVersionsDeps {
+  store: { secrets: Pick<Store['secrets'], 'locate' | 'versions'> };
+  crypto: Pick<Crypto, 'openMany' | 'sealMany'>;
+  access: Pick<AccessControl, 'authorize'>;
+  changes: Pick<WritePipeline, 'inProject'>;
+}
+
+const versionItems = (projectId: string, environmentId: string, rows: readonly SecretVersionRow[]) =>
+  sealedItems(projectId, environmentId, rows, (r) => r.secretId, (r) => versionRow(r.secretId, r.version));
+
+export function secretVersionsDomain(deps: SecretVersionsDeps) {
+  const { store, crypto, access, changes } = deps;
+
+  /** The secret named by id: its project (404, then the role check: 403) and environment. */
+  async function locate(secretId: string) {
+    const loc = isUuid(secretId) ? await store.secrets.locate(secretId.toLowerCase()) : undefined;
+    if (!loc) throw notFound(secretId);
+    return loc;
+  }
+  const notFound = (secretId: string) => new AppError('NOT_FOUND', `Secret with ID '${secretId}' not found`);
+  function environmentOf(project: ProjectRecord, environmentId: string, secretId: string): EnvironmentRow {
+    const env = project.environments.find((e) => e.id === environmentId);
+    if (!env) throw notFound(secretId);
+    return env;
+  }
+
+  return {
+    /** The version history of a secret named by id, newest first, opened in one task. */
+    async list(actor: Actor | SystemActor, secretId: string, page: { offset?: number; limit?: number } = {}): Promise<SecretVersionView[]> {
+      const loc = await locate(secretId);
+      const { project } = await access.authorize(actor, { id: loc.projectId }, 'secrets:read');
+      const env = environmentOf(project, loc.environmentId, secretId);
+      const rows = await store.secrets.versions(loc.id, { offset: page.offset ?? 0, limit: page.limit ?? 20 });
+      const { values, comments } = valuesAndComments(rows, await openSealed(crypto, project, versionItems(project.id, env.id, rows)));
+      return rows.map((r, i) => ({
+        id: r.id,
+        secretId: r.secretId,
+        projectId: project.id,
+        environment: env.slug,
+        path: loc.folderPath,
+        version: r.version,
+        key: r.key,
+        value: values[i]!,
+        comment: comments[i]!,
+        actorType: r.actorType,
+        actorId: r.actorId,
+        createdAt: r.createdAt,
+      }));
+    },
+
+    /**
+     * Makes a NEW version whose name, value and comment equal those of `version`: the old
+     * blobs are opened under their own version's AAD and sealed again under the new one's.
+     */
+    async restore(
+      actor: Actor | SystemActor,
+      secretId: string,
+      version: number,
+      opts: { allowImmutableChange?: boolean; origin?: Origin } = {},
+    ): Promise<SecretView> {
+      const loc = await locate(secretId);
+      const grant = await changes.inProject(actor, { id: loc.projectId }, 'secrets:write', opts.origin);
+      const { project } = grant;
+      const env = environmentOf(project, loc.environmentId, secretId);
+      const result = await grant.run(async ({ s, audit, invalidate }) => {
+        const cur = await s.secrets.byIdForUpdate(loc.id);
+        if (!cur) throw notFound(secretId);
+        const old = await s.secrets.version(cur.id, version);
+        if (!old) throw new AppError('NOT_FOUND', `Secret '${cur.key}' has no version ${version}`);
+        if (cur.immutable && !opts.allowImmutableChange) {
+          throw new AppError('CONFLICT', `Secret '${cur.key}' must never change; an explicit override is required to restore a version`, REQUIRES_OVERRIDE);
+        }
+        if (old.key !== cur.key && (await s.secrets.byKey(cur.folderId, old.key))) throw new AppError('BAD_REQUEST', 'Secret already exists');
+        const opened = valuesAndComments([old], await openSealed(crypto, project, versionItems(project.id, env.id, [old])));
+        const value = opened.values[0]!;
+        const comment = opened.comments[0]!;
+        const next = cur.version + 1;
+        const at = { projectId: project.id, environmentId: env.id, folderId: cur.folderId, secretId: cur.id, key: old.key, version: next };
+        const { valueBlob, commentBlob } = await sealVersion(crypto, project, at, value, comment);
+        const row = await s.secrets.update({ id: cur.id, key: old.key, version: next, valueBlob, commentBlob, ...auditActor(actor) });
+        await s.folders.bumpVersion(cur.folderId);
+        await audit({
+          eventType: 'restore-secret-version',
+          projectId: project.id,
+          environment: env.slug,
+          secretPath: loc.folderPath,
+          secretKey: old.key,
+          secretVersion: next,
+          metadata: { restoredFrom: old.version, ...(old.key !== cur.key ? { renamedFrom: cur.key } : {}), ...(cur.immutable ? IMMUTABLE_OVERRIDE : {}) },
+        });
+        invalidate(topics.environment, env.id);
+        return { row, value, comment };
+      });
+      return secretView(project, env, result.row, loc.folderPath, result.value, result.comment);
+    },
+  };
+}
+export type SecretVersionsDomain = ReturnType<typeof secretVersionsDomain>;

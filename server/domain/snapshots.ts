@@ -1,0 +1,33 @@
+// The ciphertext of a folder (or a subtree) as the hot path reads it: from the folder
+// cache, version-stamped and invalidated on every change, the database on a miss.
+import type { Store } from '../../storage/index.js';
+import type { EnvironmentRow } from '../../storage/projects.js';
+import { AppError } from '../errors.js';
+import type { Caches, FolderSnapshot } from './caches.js';
+
+export const folderNotFound = (path: string, env: EnvironmentRow) =>
+  new AppError('SECRET_PATH_NOT_FOUND', `Folder with path '${path}' in environment '${env.slug}' not found`);
+
+export interface SnapshotDeps {
+  store: { folders: Pick<Store['folders'], 'subtree' | 'byPath'>; secrets: Pick<Store['secrets'], 'listByFolders'> };
+  caches: Pick<Caches, 'folders'>;
+}
+
+export function folderSnapshots(deps: SnapshotDeps) {
+  const { store, caches } = deps;
+  return {
+    /** The folder at `path` (and everything below it when recursive); 404 when it does not exist. */
+    async get(env: EnvironmentRow, path: string, recursive: boolean): Promise<FolderSnapshot> {
+      const snap = await caches.folders.get(`${env.id}:${recursive ? 'r' : 'f'}:${path}`, async () => {
+        const folders = recursive
+          ? await store.folders.subtree(env.id, path)
+          : [await store.folders.byPath(env.id, path)].filter((f) => f !== undefined);
+        if (folders[0]?.path !== path) return null;
+        return { folders, rows: await store.secrets.listByFolders(folders.map((f) => f.id)) };
+      });
+      if (!snap) throw folderNotFound(path, env);
+      return snap;
+    },
+  };
+}
+export type FolderSnapshots = ReturnType<typeof folderSnapshots>;

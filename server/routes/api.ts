@@ -1,0 +1,135 @@
+// Route declarations: each route says who may call it and what it reads; authentication
+// and input parsing happen here, once, before the handler runs. A handler receives the
+// actor and the parsed input, calls the domain, and shapes the answer. The declared
+// routes are kept in a table (the guard test and the API description read it).
+//
+// Order of the checks, for every route: who (401/403), then the path parameters, the
+// query and the body (422 for what the schemas refuse).
+import type { z } from 'zod';
+import type { Authenticator } from '../auth/authenticate.js';
+import type { Actor } from '../domain/access.js';
+import type { Origin } from '../domain/pipeline.js';
+import type { UserActor } from '../domain/users.js';
+import { AppError } from '../errors.js';
+import { parseJsonBody } from '../http/body.js';
+import type { HttpReply, HttpRequest, Method, Router } from '../http/types.js';
+import { bodyAndQuery, parse, queryObject } from './input.js';
+
+/**
+ * Who may call a route: anyone (`none`: login, first visit, health), any authenticated
+ * caller (`any`: machine identities and people; the domain decides what each may do),
+ * or people only (`user`).
+ */
+export type Caller = 'none' | 'any' | 'user';
+
+type ActorOf<C extends Caller> = C extends 'none' ? undefined : C extends 'user' ? UserActor : Actor;
+
+/** `:name` segments of a path pattern, as an object of strings. */
+type ParamNames<P extends string> = P extends `${string}:${infer Name}/${infer Rest}`
+  ? Name | ParamNames<`/${Rest}`>
+  : P extends `${string}:${infer Name}`
+    ? Name
+    : never;
+export type PathParams<P extends string> = { [K in ParamNames<P>]: string };
+
+type Out<S> = S extends z.ZodType ? z.output<S> : Record<string, never>;
+
+export interface RouteInput<C extends Caller, P extends string, Q, B, PS = undefined> {
+  actor: ActorOf<C>;
+  /**
+   * URL-decoded path parameters: as parsed by the route's `params` schema, or as sent (the
+   * domain validates ids: a malformed one is a 404).
+   */
+  params: PS extends z.ZodType ? z.output<PS> : PathParams<P>;
+  query: Out<Q>;
+  body: Out<B>;
+  /** Where the request came from, for the audit trail. */
+  origin: Origin;
+  /** The request itself, for what only a handler needs (cookies' Secure flag). */
+  req: HttpRequest;
+}
+
+/** What a route declares besides its method, path and handler. */
+export interface RouteOptions<C extends Caller, Q extends z.ZodType | undefined, B extends z.ZodType | undefined, PS extends z.ZodType | undefined> {
+  caller: C;
+  /** One line for the API description. */
+  summary: string;
+  /** For `caller: 'user'`: the refusal a machine identity gets (default 403). */
+  refuseMachine?: () => AppError;
+  /** Path parameters that need more than "a string" (a version number, a bounded slug). */
+  params?: PS;
+  query?: Q;
+  /** The JSON (or form) body; `bodyFrom: 'body+query'` also takes fields from the query string (DELETE). */
+  body?: B;
+  bodyFrom?: 'body' | 'body+query';
+  /** The 2xx answer's JSON body, for the API description (and the contract test that checks answers against it). */
+  response?: z.ZodType;
+  /** Media types the route may answer with instead of JSON (e.g. `text/csv`). */
+  alsoProduces?: string[];
+}
+
+export type RouteHandler<C extends Caller, P extends string, Q, B, PS> = (input: RouteInput<C, P, Q, B, PS>) => Promise<HttpReply> | HttpReply;
+
+/** What the route table keeps of each declaration. */
+export interface DeclaredRoute {
+  method: Method;
+  path: string;
+  caller: Caller;
+  summary: string;
+  params?: z.ZodType;
+  query?: z.ZodType;
+  body?: z.ZodType;
+  response?: z.ZodType;
+  alsoProduces?: string[];
+}
+
+type Declare = <
+  C extends Caller,
+  P extends string,
+  Q extends z.ZodType | undefined = undefined,
+  B extends z.ZodType | undefined = undefined,
+  PS extends z.ZodType | undefined = undefined,
+>(
+  path: P,
+  options: RouteOptions<C, Q, B, PS>,
+  handler: RouteHandler<C, P, Q, B, PS>,
+) => void;
+
+export interface Api {
+  get: Declare;
+  post: Declare;
+  patch: Declare;
+  delete: Declare;
+  readonly routes: readonly DeclaredRoute[];
+}
+
+const ROUTER_METHOD = { GET: 'get', POST: 'post', PATCH: 'patch', PUT: 'put', DELETE: 'delete' } as const satisfies Record<Method, keyof Router>;
+
+export function createApi(router: Router, auth: Pick<Authenticator, 'actor'>): Api {
+  const routes: DeclaredRoute[] = [];
+  const declare =
+    (method: Method): Declare =>
+    (path, options, handler) => {
+      const { caller, summary, params, query, body, response, alsoProduces } = options;
+      routes.push({ method, path, caller, summary, params, query, body, response, alsoProduces });
+      router[ROUTER_METHOD[method]](path, async (req) => {
+        let actor: Actor | undefined;
+        if (caller !== 'none') {
+          actor = await auth.actor(req);
+          if (caller === 'user' && actor.kind !== 'user') {
+            throw options.refuseMachine?.() ?? new AppError('FORBIDDEN', 'You are not allowed to access this resource');
+          }
+        }
+        const input = {
+          actor,
+          params: params ? parse(params, req.params) : req.params,
+          query: query ? parse(query, queryObject(req.query)) : {},
+          body: body ? parse(body, options.bodyFrom === 'body+query' ? bodyAndQuery(req) : parseJsonBody(req)) : {},
+          origin: { ip: req.remoteAddress || null },
+          req,
+        };
+        return handler(input as never);
+      });
+    };
+  return { routes, get: declare('GET'), post: declare('POST'), patch: declare('PATCH'), delete: declare('DELETE') };
+}

@@ -1,0 +1,203 @@
+// The secret routes of both API generations, declared once: v3 names the project by
+// workspaceSlug / workspaceId (reads) or projectSlug / workspaceId (writes), v4 by
+// projectId (the newer CLI). v3/secrets.ts and v4/secrets.ts choose the paths.
+import { z } from 'zod';
+import type { ProjectRef } from '../domain/access.js';
+import type { Origin } from '../domain/pipeline.js';
+import { MAX_BATCH } from '../domain/secrets.js';
+import { AppError } from '../errors.js';
+import type { Services } from '../services.js';
+import type { Api } from './api.js';
+import { boolish, boundedName, queryBool, queryInt, ref } from './input.js';
+import { oneSecret, secretRaw, secretSchema } from './shape.js';
+
+/** Large enough for certificates and key files; the body cap bounds the request anyway. */
+const MAX_VALUE = 256 * 1024;
+
+const value = (name: string) => z.string({ error: `${name} must be a string` }).max(MAX_VALUE, `${name} is too long`);
+const comment = z.string({ error: 'secretComment must be a string' }).max(10_000, 'secretComment is too long');
+
+// -- reads ---------------------------------------------------------------------------
+
+const readScope = {
+  // `ref` refuses control characters (a NUL slug would otherwise reach the database).
+  workspaceSlug: ref,
+  workspaceId: ref,
+  projectId: ref,
+  environment: boundedName('environment', 64),
+  secretPath: z.string().max(1024).optional(),
+  expandSecretReferences: queryBool.optional(),
+  include_imports: queryBool.optional(),
+  viewSecretValue: queryBool.optional(),
+};
+
+const listQuery = z.object({ ...readScope, recursive: queryBool.optional() });
+const getQuery = z.object({
+  ...readScope,
+  // Decimal digits only: z.coerce would also take 0x1, 1e0 and ' 1'.
+  version: queryInt('version', 1, 2_147_483_647).optional(),
+  type: z.enum(['shared', 'personal']).optional(),
+});
+
+// A name that cannot exist (too long, control characters) is refused before it is
+// looked up, and so never echoed in a "not found".
+const secretNameParam = z.object({ secretName: boundedName('secretName', 255) });
+
+// -- writes --------------------------------------------------------------------------
+
+const writeScope = {
+  workspaceId: ref,
+  projectSlug: ref,
+  workspaceSlug: ref,
+  projectId: ref,
+  environment: z.string({ error: 'environment is required' }).min(1, 'environment is required').max(64),
+  secretPath: z.string({ error: 'secretPath must be a string' }).max(1024).optional(),
+  // Personal overrides do not exist here; saying "shared" is fine, anything else is refused.
+  type: z.literal('shared', { error: 'type must be "shared": personal secrets are not supported' }).optional(),
+  /** The explicit override for keys marked as never changing (e.g. IDP_SECRET_KEY). */
+  overrideImmutable: boolish.optional(),
+};
+
+const createBody = z.object({
+  ...writeScope,
+  secretValue: value('secretValue'),
+  secretComment: comment.optional(),
+  skipMultilineEncoding: z.boolean({ error: 'skipMultilineEncoding must be a boolean' }).optional(),
+});
+const updateBody = z.object({
+  ...writeScope,
+  secretValue: value('secretValue').optional(),
+  secretComment: comment.optional(),
+  newSecretName: z.string({ error: 'newSecretName must be a string' }).max(255).optional(),
+  skipMultilineEncoding: z.boolean({ error: 'skipMultilineEncoding must be a boolean' }).optional(),
+});
+const deleteInput = z.object(writeScope);
+const batchBody = z.object({
+  ...writeScope,
+  secrets: z
+    .array(
+      z.object({
+        secretKey: z.string({ error: 'secretKey is required' }).max(255),
+        secretValue: value('secretValue'),
+        secretComment: comment.optional(),
+        skipMultilineEncoding: z.boolean({ error: 'skipMultilineEncoding must be a boolean' }).optional(),
+      }),
+      { error: 'secrets must be an array' },
+    )
+    .min(1, 'secrets must hold at least one secret')
+    .max(MAX_BATCH, `secrets may hold at most ${MAX_BATCH} secrets`),
+});
+
+export type ReadScope = { workspaceSlug?: string; workspaceId?: string; projectId?: string };
+export type WriteScope = { workspaceId?: string; projectSlug?: string; workspaceSlug?: string; projectId?: string };
+
+/** The name in the path: URL-decoded by the router; the domain validates it. */
+function secretName(params: { secretName: string }): string {
+  if (params.secretName.trim() === '') throw new AppError('VALIDATION', 'secretName is required');
+  return params.secretName;
+}
+
+export interface SecretPaths<L extends string, O extends string, B extends string> {
+  list: L;
+  one: O;
+  batch: B;
+}
+
+export function registerSecretRoutes<L extends string, O extends string, B extends string>(
+  api: Api,
+  svc: Services,
+  paths: SecretPaths<L, O, B>,
+  project: { read: (q: ReadScope) => ProjectRef; write: (b: WriteScope) => ProjectRef },
+) {
+  const where = (b: z.output<typeof deleteInput>) => ({ project: project.write(b), environment: b.environment, secretPath: b.secretPath });
+  /** The secret a write names: where (body) and which (path), and the request's origin. */
+  const named = (b: z.output<typeof deleteInput>, params: unknown, origin: Origin) => ({
+    ...where(b),
+    key: secretName(params as { secretName: string }),
+    origin,
+  });
+
+  api.get(
+    paths.list,
+    { caller: 'any', summary: 'The secrets of one environment and folder, decrypted (the operator\'s read)', query: listQuery, response: z.object({ secrets: z.array(secretSchema), imports: z.array(z.never()) }) },
+    async ({ actor, query: q }) => {
+      const secrets = await svc.secrets.list(actor, {
+        project: project.read(q),
+        environment: q.environment,
+        secretPath: q.secretPath,
+        recursive: q.recursive,
+        expandSecretReferences: q.expandSecretReferences,
+        viewSecretValue: q.viewSecretValue,
+      });
+      // Imports are accepted but this service has none to include.
+      return { body: { secrets: secrets.map(secretRaw), imports: [] } };
+    },
+  );
+
+  api.get(
+    paths.one,
+    { caller: 'any', summary: 'One secret by name (or one of its versions)', params: secretNameParam, query: getQuery, response: oneSecret },
+    async ({ actor, params, query: q }) => {
+      const secret = await svc.secrets.get(actor, {
+        project: project.read(q),
+        environment: q.environment,
+        secretPath: q.secretPath,
+        secretName: params.secretName,
+        version: q.version,
+        type: q.type,
+        expandSecretReferences: q.expandSecretReferences,
+        viewSecretValue: q.viewSecretValue,
+      });
+      return { body: { secret: secretRaw(secret) } };
+    },
+  );
+
+  api.post(paths.one, { caller: 'any', summary: 'Create a secret', body: createBody, response: oneSecret }, async ({ actor, params, body: b, origin }) => {
+    const secret = await svc.secrets.create(actor, {
+      ...named(b, params, origin),
+      value: b.secretValue,
+      comment: b.secretComment,
+      skipMultilineEncoding: b.skipMultilineEncoding,
+    });
+    return { body: { secret: secretRaw(secret) } };
+  });
+
+  api.patch(
+    paths.one,
+    { caller: 'any', summary: 'Change a secret\'s value, comment or name (a new version)', body: updateBody, response: oneSecret },
+    async ({ actor, params, body: b, origin }) => {
+      const secret = await svc.secrets.update(actor, {
+        ...named(b, params, origin),
+        value: b.secretValue,
+        comment: b.secretComment,
+        newKey: b.newSecretName,
+        skipMultilineEncoding: b.skipMultilineEncoding,
+        allowImmutableChange: b.overrideImmutable,
+      });
+      return { body: { secret: secretRaw(secret) } };
+    },
+  );
+
+  // Clients send DELETE's fields in the body or in the query string.
+  api.delete(
+    paths.one,
+    { caller: 'any', summary: 'Delete a secret and its versions', body: deleteInput, bodyFrom: 'body+query', response: oneSecret },
+    async ({ actor, params, body: b, origin }) => {
+      const secret = await svc.secrets.remove(actor, { ...named(b, params, origin), allowImmutableChange: b.overrideImmutable });
+      return { body: { secret: secretRaw(secret) } };
+    },
+  );
+
+  api.post(
+    paths.batch,
+    { caller: 'any', summary: 'Create many secrets in one folder: all or none', body: batchBody, response: z.object({ secrets: z.array(secretSchema) }) },
+    async ({ actor, body: b, origin }) => {
+      const secrets = await svc.secrets.createMany(actor, {
+        ...where(b),
+        secrets: b.secrets.map((x) => ({ key: x.secretKey, value: x.secretValue, comment: x.secretComment, skipMultilineEncoding: x.skipMultilineEncoding })),
+        origin,
+      });
+      return { body: { secrets: secrets.map(secretRaw) } };
+    },
+  );
+}

@@ -1,0 +1,485 @@
+// The write pipeline's guard: every state-changing route, driven once over HTTP on
+// replica A of two replicas sharing PostgreSQL and Redis.
+//
+// For each route:
+//   1. with the audit trail's head anchor removed, the call fails and NOTHING changed in
+//      the database (the change and its audit entry are one transaction);
+//   2. with the anchor back, the call succeeds and appended exactly the audit events
+//      the route is declared to write, all in one transaction (one xmin);
+//   3. replica B, whose caches were warmed before the call, sees the change on its very
+//      next request (the invalidation was published, and applied, after the commit).
+//
+// The cases are checked against the service's own route table: a new state-changing
+// route without a case here fails this test.
+import t from 'tap';
+import { startService, type RunningService } from '../../../server/app.js';
+import { parseConfig } from '../../../server/config.js';
+import type { Sql } from '../../../storage/db.js';
+import { ADMIN } from '../../helpers/admin.js';
+import { request, type JsonResponse } from '../../helpers/http.js';
+import { quietLog, testEnv } from '../../helpers/service.js';
+
+type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+
+interface Replica {
+  url: string;
+  call(method: Method, path: string, token?: string, json?: unknown): Promise<JsonResponse>;
+}
+
+function replica(running: RunningService): Replica {
+  const url = `http://127.0.0.1:${running.port}`;
+  return { url, call: (method, path, token, json) => request(`${url}${path}`, { method, token, json }) };
+}
+
+/** One state-changing route: how to set it up, call it, and see its effect elsewhere. */
+interface Case {
+  route: `${Method} ${string}`;
+  events: string[];
+  /** Creates what the call needs; returns what the call and the check use. */
+  prepare(): Promise<Record<string, string>>;
+  call(a: Replica, ctx: Record<string, string>): Promise<JsonResponse>;
+  /** Reads on B: called before (warming its caches) and after; `changed` must hold of the pair. */
+  observe(b: Replica, ctx: Record<string, string>, res?: JsonResponse): Promise<unknown>;
+  changed(before: any, after: any): boolean;
+}
+
+t.test('every state-changing route goes through the write pipeline', async (t) => {
+  const env = await testEnv(t, 'postgres+redis');
+  const A = await startService(parseConfig(env), quietLog);
+  t.teardown(() => A.close());
+  const B = await startService(parseConfig(env), quietLog);
+  t.teardown(() => B.close());
+  const a = replica(A);
+  const b = replica(B);
+  const sql: Sql = A.services.store.sql;
+  let admin = '';
+  let counter = 0;
+  const fresh = (prefix: string) => `${prefix}-${++counter}`;
+
+  // -- helpers that set up state through A's API ----------------------------------------
+  const ok = async (r: Promise<JsonResponse>, what: string) => {
+    const res = await r;
+    if (res.status < 200 || res.status > 299) throw new Error(`${what}: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body;
+  };
+  const project = async () => {
+    const slug = fresh('proj');
+    const p = (await ok(a.call('POST', '/api/v1/projects', admin, { projectName: slug }), 'project')).project;
+    return { projectId: p.id as string, slug, prodId: p.environments.find((e: any) => e.slug === 'prod').id as string };
+  };
+  const secret = (slug: string, key: string, value: string, path = '/') =>
+    ok(a.call('POST', `/api/v3/secrets/raw/${key}`, admin, { projectSlug: slug, environment: 'prod', secretPath: path, secretValue: value }), 'secret');
+  const identity = async (projectId?: string, role = 'member') => {
+    const id = (await ok(a.call('POST', '/api/v1/identities', admin, { name: fresh('machine') }), 'identity')).identity.id as string;
+    const ua = (await ok(a.call('POST', `/api/v1/auth/universal-auth/identities/${id}`, admin, {}), 'ua')).identityUniversalAuth;
+    const cs = await ok(a.call('POST', `/api/v1/auth/universal-auth/identities/${id}/client-secrets`, admin, {}), 'client secret');
+    if (projectId) await ok(a.call('POST', `/api/v1/projects/${projectId}/memberships/identities/${id}`, admin, { role }), 'membership');
+    return { identityId: id, clientId: ua.clientId as string, clientSecret: cs.clientSecret as string, clientSecretId: cs.clientSecretData.id as string };
+  };
+  const machineLogin = async (clientId: string, clientSecret: string) =>
+    (await ok(a.call('POST', '/api/v1/auth/universal-auth/login', undefined, { clientId, clientSecret }), 'machine login')).accessToken as string;
+  const person = async () => {
+    const email = `${fresh('person')}@example.test`;
+    const password = 'a person passphrase 123';
+    const user = (await ok(a.call('POST', '/api/v1/users', admin, { email, password, firstName: 'Pat' }), 'user')).user;
+    const token = (await ok(a.call('POST', '/api/v3/auth/login', undefined, { email, password }), 'login')).token as string;
+    return { userId: user.id as string, email, password, token };
+  };
+  const list = (r: Replica, slug: string, token: string, path = '/') =>
+    r.call('GET', `/api/v3/secrets/raw?workspaceSlug=${slug}&environment=prod&secretPath=${encodeURIComponent(path)}`, token);
+  const values = async (r: Replica, slug: string, path = '/') => {
+    const res = await list(r, slug, admin, path);
+    if (res.status !== 200) return res.status;
+    return Object.fromEntries(res.body.secrets.map((s: any) => [s.secretKey, s.secretValue]));
+  };
+  const status = async (p: Promise<JsonResponse>) => (await p).status;
+  const differ = (x: unknown, y: unknown) => JSON.stringify(x) !== JSON.stringify(y);
+  const becomes = (from: unknown, to: unknown) => (x: unknown, y: unknown) => !differ(x, from) && !differ(y, to);
+
+  const cases: Case[] = [
+    {
+      route: 'POST /api/v1/admin/signup',
+      events: ['admin-signup'],
+      prepare: async () => ({}),
+      call: (r) => r.call('POST', '/api/v1/admin/signup', undefined, ADMIN),
+      observe: async (r) => (await r.call('GET', '/api/v1/admin/config')).body.config.initialized,
+      changed: becomes(false, true),
+    },
+    {
+      route: 'POST /api/v3/auth/login',
+      events: ['login-user'],
+      prepare: async () => ({}),
+      call: (r) => r.call('POST', '/api/v3/auth/login', undefined, { email: ADMIN.email, password: ADMIN.password }),
+      observe: async (r, _c, res) => (res ? status(r.call('GET', '/api/v1/users/me', res.body.token)) : 401),
+      changed: becomes(401, 200),
+    },
+    {
+      route: 'POST /api/v1/auth/logout',
+      events: ['logout-user'],
+      prepare: async () => ({ token: (await person()).token }),
+      call: (r, c) => r.call('POST', '/api/v1/auth/logout', c.token),
+      observe: (r, c) => status(r.call('GET', '/api/v1/users/me', c.token)),
+      changed: becomes(200, 401),
+    },
+    {
+      route: 'POST /api/v1/users',
+      events: ['create-user'],
+      prepare: async () => ({ email: `${fresh('new')}@example.test` }),
+      call: (r, c) => r.call('POST', '/api/v1/users', admin, { email: c.email, password: 'a long enough passphrase', firstName: 'New' }),
+      observe: async (r, c) => (await r.call('GET', '/api/v1/users', admin)).body.users.some((u: any) => u.email === c.email),
+      changed: becomes(false, true),
+    },
+    {
+      route: 'POST /api/v1/auth/universal-auth/login',
+      events: ['login-identity-universal-auth'],
+      prepare: async () => {
+        const p = await project();
+        await secret(p.slug, 'K', 'v');
+        return { ...p, ...(await identity(p.projectId)) };
+      },
+      call: (r, c) => r.call('POST', '/api/v1/auth/universal-auth/login', undefined, { clientId: c.clientId, clientSecret: c.clientSecret }),
+      observe: async (r, c, res) => (res ? status(list(r, c.slug!, res.body.accessToken)) : 401),
+      changed: becomes(401, 200),
+    },
+    {
+      route: 'POST /api/v1/auth/token/revoke',
+      events: ['revoke-identity-access-token'],
+      prepare: async () => {
+        const p = await project();
+        const m = await identity(p.projectId);
+        return { ...p, token: await machineLogin(m.clientId, m.clientSecret) };
+      },
+      call: (r, c) => r.call('POST', '/api/v1/auth/token/revoke', undefined, { accessToken: c.token }),
+      observe: (r, c) => status(list(r, c.slug!, c.token!)),
+      changed: becomes(200, 401),
+    },
+    {
+      route: 'POST /api/v1/auth/token/renew',
+      events: ['renew-identity-access-token'],
+      prepare: async () => {
+        const p = await project();
+        const m = await identity(p.projectId);
+        return { ...p, token: await machineLogin(m.clientId, m.clientSecret) };
+      },
+      call: (r, c) => r.call('POST', '/api/v1/auth/token/renew', undefined, { accessToken: c.token }),
+      // The renewed token (a new JWT for the same token row) works on B at once.
+      observe: async (r, c, res) => (res ? status(list(r, c.slug!, res.body.accessToken)) : 'not renewed'),
+      changed: becomes('not renewed', 200),
+    },
+    {
+      route: 'POST /api/v1/identities',
+      events: ['create-identity'],
+      prepare: async () => ({ name: fresh('created') }),
+      call: (r, c) => r.call('POST', '/api/v1/identities', admin, { name: c.name }),
+      observe: async (r, c) => (await r.call('GET', '/api/v1/identities', admin)).body.identities.some((i: any) => i.identity.name === c.name),
+      changed: becomes(false, true),
+    },
+    {
+      route: 'DELETE /api/v1/identities/:identityId',
+      events: ['delete-identity'],
+      prepare: async () => {
+        const p = await project();
+        const m = await identity(p.projectId);
+        return { ...p, ...m, token: await machineLogin(m.clientId, m.clientSecret) };
+      },
+      call: (r, c) => r.call('DELETE', `/api/v1/identities/${c.identityId}`, admin),
+      observe: async (r, c) => [await status(list(r, c.slug!, c.token!)), await status(r.call('GET', `/api/v1/identities/${c.identityId}`, admin))],
+      changed: becomes([200, 200], [401, 404]),
+    },
+    {
+      route: 'POST /api/v1/auth/universal-auth/identities/:identityId',
+      events: ['add-identity-universal-auth'],
+      prepare: async () => ({ identityId: (await ok(a.call('POST', '/api/v1/identities', admin, { name: fresh('bare') }), 'identity')).identity.id }),
+      call: (r, c) => r.call('POST', `/api/v1/auth/universal-auth/identities/${c.identityId}`, admin, { accessTokenTTL: 600 }),
+      observe: (r, c) => status(r.call('GET', `/api/v1/auth/universal-auth/identities/${c.identityId}`, admin)),
+      changed: becomes(404, 200),
+    },
+    {
+      route: 'POST /api/v1/auth/universal-auth/identities/:identityId/client-secrets',
+      events: ['create-identity-universal-auth-client-secret'],
+      prepare: async () => {
+        const m = await identity();
+        return { identityId: m.identityId, clientId: m.clientId };
+      },
+      call: (r, c) => r.call('POST', `/api/v1/auth/universal-auth/identities/${c.identityId}/client-secrets`, admin, { description: 'second' }),
+      observe: async (r, c, res) =>
+        res ? status(r.call('POST', '/api/v1/auth/universal-auth/login', undefined, { clientId: c.clientId, clientSecret: res.body.clientSecret })) : 401,
+      changed: becomes(401, 200),
+    },
+    {
+      route: 'POST /api/v1/auth/universal-auth/identities/:identityId/client-secrets/:clientSecretId/revoke',
+      events: ['revoke-identity-universal-auth-client-secret'],
+      prepare: async () => {
+        const p = await project();
+        const m = await identity(p.projectId);
+        return { ...p, ...m, token: await machineLogin(m.clientId, m.clientSecret) };
+      },
+      call: (r, c) => r.call('POST', `/api/v1/auth/universal-auth/identities/${c.identityId}/client-secrets/${c.clientSecretId}/revoke`, admin),
+      observe: (r, c) => status(list(r, c.slug!, c.token!)),
+      changed: becomes(200, 401),
+    },
+    {
+      route: 'POST /api/v1/projects',
+      events: ['create-project'],
+      prepare: async () => ({ slug: fresh('newproj') }),
+      call: (r, c) => r.call('POST', '/api/v1/projects', admin, { projectName: c.slug }),
+      observe: (r, c) => status(r.call('GET', `/api/v1/projects/slug/${c.slug}`, admin)),
+      changed: becomes(404, 200),
+    },
+    {
+      route: 'PATCH /api/v1/projects/:projectId',
+      events: ['update-project'],
+      prepare: async () => ({ ...(await project()), next: fresh('renamed') }),
+      call: (r, c) => r.call('PATCH', `/api/v1/projects/${c.projectId}`, admin, { slug: c.next }),
+      observe: async (r, c) => [await status(r.call('GET', `/api/v1/projects/slug/${c.slug}`, admin)), await status(r.call('GET', `/api/v1/projects/slug/${c.next}`, admin))],
+      changed: becomes([200, 404], [404, 200]),
+    },
+    {
+      route: 'DELETE /api/v1/projects/:projectId',
+      events: ['delete-secret', 'remove-workspace-member', 'delete-project'],
+      prepare: async () => {
+        const p = await project();
+        await secret(p.slug, 'GONE', 'with the project');
+        return p;
+      },
+      call: (r, c) => r.call('DELETE', `/api/v1/projects/${c.projectId}?force=true`, admin),
+      observe: (r, c) => values(r, c.slug!),
+      changed: becomes({ GONE: 'with the project' }, 404),
+    },
+    {
+      route: 'POST /api/v1/projects/:projectId/environments',
+      events: ['create-environment'],
+      prepare: project,
+      call: (r, c) => r.call('POST', `/api/v1/projects/${c.projectId}/environments`, admin, { name: 'QA', slug: 'qa' }),
+      observe: async (r, c) => (await r.call('GET', `/api/v1/projects/slug/${c.slug}`, admin)).body.environments.map((e: any) => e.slug),
+      changed: becomes(['dev', 'staging', 'prod'], ['dev', 'staging', 'prod', 'qa']),
+    },
+    {
+      route: 'PATCH /api/v1/projects/:projectId/environments/:envId',
+      events: ['update-environment'],
+      prepare: project,
+      call: (r, c) => r.call('PATCH', `/api/v1/projects/${c.projectId}/environments/${c.prodId}`, admin, { slug: 'production' }),
+      observe: async (r, c) => (await r.call('GET', `/api/v1/projects/slug/${c.slug}`, admin)).body.environments.map((e: any) => e.slug),
+      changed: becomes(['dev', 'staging', 'prod'], ['dev', 'staging', 'production']),
+    },
+    {
+      route: 'DELETE /api/v1/projects/:projectId/environments/:envId',
+      events: ['delete-secret', 'delete-environment'],
+      prepare: async () => {
+        const p = await project();
+        await secret(p.slug, 'GONE', 'with the environment');
+        return p;
+      },
+      call: (r, c) => r.call('DELETE', `/api/v1/projects/${c.projectId}/environments/${c.prodId}?force=true`, admin),
+      observe: (r, c) => values(r, c.slug!),
+      changed: becomes({ GONE: 'with the environment' }, 404),
+    },
+    ...(['identity', 'user'] as const).flatMap((kind): Case[] => {
+      const segment = kind === 'identity' ? 'identities' : 'users';
+      const events =
+        kind === 'identity'
+          ? ['add-identity-to-project', 'update-identity-project-membership', 'remove-identity-from-project']
+          : ['add-workspace-member', 'update-user-workspace-role', 'remove-workspace-member'];
+      /** A member (identity or person) of a project, and a token it reads with. */
+      const member = async (role: string | null) => {
+        const p = await project();
+        await secret(p.slug, 'K', 'v');
+        if (kind === 'identity') {
+          const m = await identity(role ? p.projectId : undefined, role ?? undefined);
+          return { ...p, memberId: m.identityId, token: await machineLogin(m.clientId, m.clientSecret) };
+        }
+        const u = await person();
+        if (role) await ok(a.call('POST', `/api/v1/projects/${p.projectId}/memberships/users/${u.userId}`, admin, { role }), 'user membership');
+        return { ...p, memberId: u.userId, token: u.token };
+      };
+      const path = (c: Record<string, string>) => `/api/v1/projects/${c.projectId}/memberships/${segment}/${c.memberId}`;
+      const reads = (r: Replica, c: Record<string, string>) => status(list(r, c.slug!, c.token!));
+      return [
+        {
+          route: `POST /api/v1/projects/:projectId/memberships/${segment}/:${kind}Id`,
+          events: [events[0]!],
+          prepare: () => member(null),
+          call: (r, c) => r.call('POST', path(c), admin, { role: 'viewer' }),
+          observe: reads,
+          changed: becomes(403, 200),
+        },
+        {
+          route: `PATCH /api/v1/projects/:projectId/memberships/${segment}/:${kind}Id`,
+          events: [events[1]!],
+          prepare: () => member('viewer'),
+          call: (r, c) => r.call('PATCH', path(c), admin, { role: 'no-access' }),
+          observe: reads,
+          changed: becomes(200, 403),
+        },
+        {
+          route: `DELETE /api/v1/projects/:projectId/memberships/${segment}/:${kind}Id`,
+          events: [events[2]!],
+          prepare: () => member('viewer'),
+          call: (r, c) => r.call('DELETE', path(c), admin),
+          observe: reads,
+          changed: becomes(200, 403),
+        },
+      ];
+    }),
+    {
+      route: 'POST /api/v2/folders',
+      events: ['create-folder'],
+      prepare: project,
+      call: (r, c) => r.call('POST', '/api/v2/folders', admin, { projectId: c.projectId, environment: 'prod', path: '/', name: 'app' }),
+      observe: (r, c) => values(r, c.slug!, '/app'),
+      changed: becomes(404, {}),
+    },
+    {
+      route: 'PATCH /api/v2/folders/:folderId',
+      events: ['update-folder'],
+      prepare: async () => {
+        const p = await project();
+        const f = (await ok(a.call('POST', '/api/v2/folders', admin, { projectId: p.projectId, environment: 'prod', path: '/', name: 'old' }), 'folder')).folder;
+        await secret(p.slug, 'IN', 'folder', '/old');
+        return { ...p, folderId: f.id };
+      },
+      call: (r, c) => r.call('PATCH', `/api/v2/folders/${c.folderId}`, admin, { projectId: c.projectId, environment: 'prod', path: '/', name: 'new' }),
+      observe: async (r, c) => [await values(r, c.slug!, '/old'), await values(r, c.slug!, '/new')],
+      changed: becomes([{ IN: 'folder' }, 404], [404, { IN: 'folder' }]),
+    },
+    {
+      route: 'DELETE /api/v2/folders/:folderIdOrName',
+      events: ['delete-secret', 'delete-folder'],
+      prepare: async () => {
+        const p = await project();
+        await ok(a.call('POST', '/api/v2/folders', admin, { projectId: p.projectId, environment: 'prod', path: '/', name: 'doomed' }), 'folder');
+        await secret(p.slug, 'IN', 'folder', '/doomed');
+        return p;
+      },
+      call: (r, c) => r.call('DELETE', '/api/v2/folders/doomed', admin, { projectId: c.projectId, environment: 'prod', path: '/', force: true }),
+      observe: (r, c) => values(r, c.slug!, '/doomed'),
+      changed: becomes({ IN: 'folder' }, 404),
+    },
+    ...(['v3', 'v4'] as const).flatMap((v): Case[] => {
+      const one = v === 'v3' ? '/api/v3/secrets/raw/:secretName' : '/api/v4/secrets/:secretName';
+      const batch = v === 'v3' ? '/api/v3/secrets/batch/raw' : '/api/v4/secrets/batch';
+      const at = (c: Record<string, string>) => (v === 'v3' ? { projectSlug: c.slug } : { projectId: c.projectId });
+      const url = (name: string) => one.replace(':secretName', name);
+      const withSecret = async () => {
+        const p = await project();
+        await secret(p.slug, 'K', 'old');
+        return p;
+      };
+      return [
+        {
+          route: `POST ${one}`,
+          events: ['create-secret'],
+          prepare: project,
+          call: (r, c) => r.call('POST', url('K'), admin, { ...at(c), environment: 'prod', secretValue: 'new' }),
+          observe: (r, c) => values(r, c.slug!),
+          changed: becomes({}, { K: 'new' }),
+        },
+        {
+          route: `PATCH ${one}`,
+          events: ['update-secret'],
+          prepare: withSecret,
+          call: (r, c) => r.call('PATCH', url('K'), admin, { ...at(c), environment: 'prod', secretValue: 'new' }),
+          observe: (r, c) => values(r, c.slug!),
+          changed: becomes({ K: 'old' }, { K: 'new' }),
+        },
+        {
+          route: `DELETE ${one}`,
+          events: ['delete-secret'],
+          prepare: withSecret,
+          call: (r, c) => r.call('DELETE', url('K'), admin, { ...at(c), environment: 'prod' }),
+          observe: (r, c) => values(r, c.slug!),
+          changed: becomes({ K: 'old' }, {}),
+        },
+        {
+          route: `POST ${batch}`,
+          events: ['create-secret', 'create-secret'],
+          prepare: project,
+          call: (r, c) =>
+            r.call('POST', batch, admin, {
+              ...at(c),
+              environment: 'prod',
+              secrets: [
+                { secretKey: 'A', secretValue: '1' },
+                { secretKey: 'B', secretValue: '2' },
+              ],
+            }),
+          observe: (r, c) => values(r, c.slug!),
+          changed: becomes({}, { A: '1', B: '2' }),
+        },
+      ];
+    }),
+    {
+      route: 'POST /api/v1/secret/:secretId/secret-versions/:version/restore',
+      events: ['restore-secret-version'],
+      prepare: async () => {
+        const p = await project();
+        const id = (await secret(p.slug, 'K', 'first')).secret.id;
+        await ok(a.call('PATCH', '/api/v3/secrets/raw/K', admin, { projectSlug: p.slug, environment: 'prod', secretValue: 'second' }), 'update');
+        return { ...p, secretId: id };
+      },
+      call: (r, c) => r.call('POST', `/api/v1/secret/${c.secretId}/secret-versions/1/restore`, admin),
+      observe: (r, c) => values(r, c.slug!),
+      changed: becomes({ K: 'second' }, { K: 'first' }),
+    },
+  ];
+
+  // -- completeness: one case per state-changing route, and no case for a route that does not exist
+  const declared = A.routes.filter((r) => r.method !== 'GET').map((r) => `${r.method} ${r.path}`);
+  const covered = cases.map((c) => c.route);
+  t.same([...declared].sort(), [...new Set(covered)].sort(), 'every state-changing route has exactly one case here');
+
+  // -- the database as a whole, for "nothing changed" ---------------------------------
+  const tables = (await sql<{ name: string }[]>`select table_name as name from information_schema.tables
+    where table_schema = 'public' and table_type = 'BASE TABLE' order by table_name`).map((r) => r.name);
+  // Rate-limit state is written before a login is decided, on purpose (a refused login counts).
+  const compared = tables.filter((name) => name !== 'login_attempts');
+  t.ok(compared.includes('secrets') && compared.includes('audit_log'), 'the comparison covers the data and the trail');
+  const fingerprint = async () => {
+    const out: Record<string, string> = {};
+    for (const name of compared) {
+      const [row] = await sql.unsafe(`select md5(coalesce(string_agg(t::text, '|' order by t::text), '')) as h from "${name}" t`);
+      out[name] = (row as unknown as { h: string }).h;
+    }
+    return out;
+  };
+  const lastAuditId = async () => (await sql<{ id: number }[]>`select coalesce(max(id), 0)::int as id from audit_log`)[0]!.id;
+
+  for (const c of cases) {
+    await t.test(c.route, async (t) => {
+      const ctx = await c.prepare();
+      const before = await c.observe(b, ctx);
+
+      // 1. The audit entry cannot be written: the change does not happen.
+      const [anchor] = await sql`select * from audit_chain_head where id = 1`;
+      const untouched = await fingerprint();
+      await sql`delete from audit_chain_head where id = 1`;
+      let refused: JsonResponse;
+      try {
+        refused = await c.call(a, ctx);
+      } finally {
+        await sql`insert into audit_chain_head ${sql(anchor as Record<string, unknown>)}`;
+      }
+      t.equal(refused.status, 500, 'refused while the trail cannot be extended');
+      t.equal(refused.body?.error, 'AuditTrailBroken');
+      t.same(await fingerprint(), untouched, 'nothing changed in any table');
+
+      // 2. The change and its audit entries commit together.
+      const from = await lastAuditId();
+      const res = await c.call(a, ctx);
+      t.ok(res.status >= 200 && res.status < 300, `answered ${res.status} ${res.status >= 300 ? JSON.stringify(res.body) : ''}`);
+      const entries = await sql<{ eventType: string; xmin: string }[]>`select event_type, xmin::text as xmin from audit_log where id > ${from} order by id`;
+      t.same(
+        entries.map((e) => e.eventType),
+        c.events,
+        'the declared audit events, in order',
+      );
+      t.equal(new Set(entries.map((e) => e.xmin)).size, 1, 'all in one transaction');
+
+      // 3. The other replica sees it on its very next request.
+      const after = await c.observe(b, ctx, res);
+      t.ok(c.changed(before, after), `replica B: ${JSON.stringify(before)} -> ${JSON.stringify(after)}`);
+
+      if (c.route === 'POST /api/v1/admin/signup') admin = res.body.token;
+    });
+  }
+});
