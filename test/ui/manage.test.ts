@@ -174,7 +174,7 @@ browserTest(t, 'folders: create under prod /, move with breadcrumbs, add a secre
   const page = await loggedIn(t, s);
   const base = `${s.svc.url}/projects/${s.seeded.projectId}/secrets`;
   await page.goto(`${base}?env=prod`);
-  const rootTable = page.getByRole('table', { name: 'Secrets in prod /' });
+  const rootTable = page.getByRole('table', { name: 'Secrets in prod /', exact: true });
   await rootTable.waitFor();
   const crumbs = page.getByRole('navigation', { name: 'Folder path' });
   t.equal((await crumbs.locator('[aria-current="page"]').textContent())?.trim(), '/ (root)', 'at the root');
@@ -246,7 +246,7 @@ browserTest(t, 'deleting a secret asks first; Cancel keeps it, confirming delete
   const s = await ready();
   const page = await loggedIn(t, s);
   await page.goto(`${s.svc.url}/projects/${s.seeded.projectId}/secrets?env=prod`);
-  const table = page.getByRole('table', { name: 'Secrets in prod /' });
+  const table = page.getByRole('table', { name: 'Secrets in prod /', exact: true });
   const row = table.locator('tr[data-key="CHAT_BOT_TOKEN"]');
   await row.waitFor();
   const before = await table.locator('tbody tr').count();

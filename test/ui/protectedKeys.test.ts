@@ -24,7 +24,7 @@ browserTest(t, 'protected keys: edit and delete need a second confirmation; a pr
   await loginThroughUi(page, svc.url);
   await page.getByRole('heading', { name: 'Projects' }).waitFor();
   await page.goto(`${svc.url}/projects/${projectId}/secrets?env=prod`);
-  const table = page.getByRole('table', { name: 'Secrets in prod /' });
+  const table = page.getByRole('table', { name: 'Secrets in prod /', exact: true });
   await table.waitFor();
 
   // -- edit: refused with the reason, then "Save anyway" sends the override ---------------

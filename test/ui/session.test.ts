@@ -30,7 +30,7 @@ browserTest(t, 'login, wrong password, reload, reveal then navigate', async (t) 
 
   // reload: the cookie session and a fresh CSRF token come back from /users/me
   await page.goto(`${svc.url}/projects/${projectId}/secrets?env=prod`);
-  const table = page.getByRole('table', { name: 'Secrets in prod /' });
+  const table = page.getByRole('table', { name: 'Secrets in prod /', exact: true });
   await table.waitFor();
   t.equal(await table.locator('tbody tr').count(), Object.keys(INVENTORY).length);
 
@@ -105,7 +105,7 @@ browserTest(t, 'dark mode (prefers-color-scheme) screenshots', async (t) => {
   t.equal(bg, 'rgb(14, 17, 24)', 'dark background');
   await shot(page, '12-dark-projects');
   await page.goto(`${svc.url}/projects/${projectId}/secrets?env=prod`);
-  await page.getByRole('table', { name: 'Secrets in prod /' }).waitFor();
+  await page.getByRole('table', { name: 'Secrets in prod /', exact: true }).waitFor();
   await page.getByRole('button', { name: 'Reveal value of LLM_API_KEY' }).click();
   await page.getByTestId('secret-value').waitFor();
   await shot(page, '13-dark-secrets');

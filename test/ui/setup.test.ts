@@ -55,7 +55,7 @@ browserTest(t, 'first-time set-up through the UI, then the machine API with the 
     await shot(page, '04-bulk-paste');
     await bulk.getByRole('button', { name: 'Add 14 secrets' }).click();
     await bulk.waitFor({ state: 'hidden' });
-    const table = page.getByRole('table', { name: 'Secrets in prod /' });
+    const table = page.getByRole('table', { name: 'Secrets in prod /', exact: true });
     await table.waitFor();
     t.equal(await table.locator('tbody tr').count(), 14, '14 rows');
     t.equal(await table.getByTestId('secret-value').count(), 0, 'values hidden by default');
@@ -113,7 +113,7 @@ browserTest(t, 'first-time set-up through the UI, then the machine API with the 
 
     // -- export ----------------------------------------------------------------------------
     await page.goto(`${svc.url}${projectPath}/secrets?env=prod`);
-    await page.getByRole('table', { name: 'Secrets in prod /' }).waitFor();
+    await page.getByRole('table', { name: 'Secrets in prod /', exact: true }).waitFor();
     const [jsonDl] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Export JSON' }).click()]);
     t.equal(jsonDl.suggestedFilename(), 'homelab-prod-root.json');
     const exported = JSON.parse(readFileSync((await jsonDl.path())!, 'utf8')) as { secrets: { key: string; value: string }[]; environment: string; secretPath: string };
