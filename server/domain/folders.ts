@@ -64,7 +64,7 @@ async function childOf(s: TxStores, env: EnvironmentRow, parentPath: string, idO
 }
 
 export interface FoldersDeps {
-  store: { folders: Pick<Store['folders'], 'byPath' | 'children'> };
+  store: { folders: Pick<Store['folders'], 'byPath' | 'children' | 'subtree'> };
   access: Pick<AccessControl, 'authorize' | 'environment'>;
   changes: Pick<WritePipeline, 'inProject'>;
 }
@@ -84,14 +84,15 @@ export function foldersDomain(deps: FoldersDeps) {
   }
 
   return {
-    /** The direct sub-folders of the folder at `path`. */
-    async list(actor: Actor | SystemActor, input: { project: ProjectRef; environment: string; path?: string }): Promise<FolderRow[]> {
+    /** The direct sub-folders of the folder at `path`, or with `recursive` every folder below it. */
+    async list(actor: Actor | SystemActor, input: { project: ProjectRef; environment: string; path?: string; recursive?: boolean }): Promise<FolderRow[]> {
       const { project } = await access.authorize(actor, input.project, 'secrets:read');
       const env = access.environment(project, input.environment);
       const path = normaliseSecretPath(input.path);
       const folder = await store.folders.byPath(env.id, path);
       if (!folder) throw folderNotFound(path, env);
-      return store.folders.children(folder.id);
+      if (!input.recursive) return store.folders.children(folder.id);
+      return (await store.folders.subtree(env.id, path)).filter((f) => f.id !== folder.id);
     },
 
     /** Creates the folder `name` under `parentPath`. */

@@ -1,6 +1,7 @@
 // Folders: POST /api/v2/folders, GET /api/v2/folders, PATCH /api/v2/folders/:folderId
 // (a rename; as Infisical, `path` is the folder's parent and a name is taken for an id),
-// DELETE /api/v2/folders/:folderIdOrName.
+// DELETE /api/v2/folders/:folderIdOrName. The same routes answer under /api/v1/folders,
+// where Infisical's SDKs (5.x) call them.
 import { z } from 'zod';
 import type { FolderView } from '../../domain/folders.js';
 import type { Services } from '../../services.js';
@@ -19,13 +20,14 @@ const scope = {
 const name = z.string({ error: 'name is required' }).min(1).max(64);
 const createBody = z.object({ ...scope, name });
 const renameBody = z.object({ ...scope, name });
-const listQuery = z.object(scope);
+const listQuery = z.object({ ...scope, recursive: boolish.optional() });
 const deleteInput = z.object({ ...scope, force: boolish.optional(), overrideImmutable: boolish.optional() });
 
 const listedSchema = z.object({ id: z.string(), name: z.string(), path: z.string(), parentId: z.string().nullable() });
 const oneFolder = z.object({ folder: listedSchema.extend({ envId: z.string() }) });
 
-type Scope = z.output<typeof listQuery>;
+const scopeOnly = z.object(scope);
+type Scope = z.output<typeof scopeOnly>;
 /** Where a folder request points: the project, environment and parent path. */
 const where = (b: Scope) => ({ project: projectIdRef(b), environment: b.environment, path: b.path ?? b.directory });
 
@@ -33,8 +35,12 @@ const folderShape = (f: FolderView) => ({ id: f.id, name: f.name, path: f.path, 
 const listedShape = (f: { id: string; name: string; path: string; parentId: string | null }) => ({ id: f.id, name: f.name, path: f.path, parentId: f.parentId });
 
 export function registerFolderRoutes(api: Api, svc: Services) {
+  for (const version of ['v1', 'v2'] as const) registerAt(api, svc, `/api/${version}/folders`);
+}
+
+function registerAt(api: Api, svc: Services, base: string) {
   api.post(
-    '/api/v2/folders',
+    base,
     { caller: 'any', summary: 'Create a folder under `path`', body: createBody, response: oneFolder },
     async ({ actor, body, origin }) => {
       const { path, ...at } = where(body);
@@ -43,7 +49,7 @@ export function registerFolderRoutes(api: Api, svc: Services) {
   );
 
   api.patch(
-    '/api/v2/folders/:folderId',
+    `${base}/:folderId`,
     { caller: 'any', summary: 'Rename a folder (its sub-folders move along)', body: renameBody, response: oneFolder },
     async ({ actor, params, body, origin }) => ({
       body: { folder: folderShape(await svc.folders.rename(actor, { ...where(body), folder: params.folderId, name: body.name, origin })) },
@@ -51,13 +57,15 @@ export function registerFolderRoutes(api: Api, svc: Services) {
   );
 
   api.get(
-    '/api/v2/folders',
-    { caller: 'any', summary: 'The sub-folders of `path`', query: listQuery, response: z.object({ folders: z.array(listedSchema) }) },
-    async ({ actor, query }) => ({ body: { folders: (await svc.folders.list(actor, where(query))).map(listedShape) } }),
+    base,
+    { caller: 'any', summary: 'The sub-folders of `path` (with `recursive=true`, every folder below it)', query: listQuery, response: z.object({ folders: z.array(listedSchema) }) },
+    async ({ actor, query }) => ({
+      body: { folders: (await svc.folders.list(actor, { ...where(query), recursive: query.recursive })).map(listedShape) },
+    }),
   );
 
   api.delete(
-    '/api/v2/folders/:folderIdOrName',
+    `${base}/:folderIdOrName`,
     { caller: 'any', summary: 'Delete a folder and what it holds (force=true when it holds secrets)', body: deleteInput, bodyFrom: 'body+query', response: z.object({ folder: listedSchema }) },
     async ({ actor, params, body, origin }) => {
       const folder = await svc.folders.remove(actor, {

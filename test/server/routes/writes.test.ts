@@ -255,6 +255,14 @@ t.test('every state-changing route goes through the write pipeline', async (t) =
       changed: becomes(['dev', 'staging', 'prod'], ['dev', 'staging', 'prod', 'qa']),
     },
     {
+      route: 'POST /api/v1/workspace/:projectId/environments',
+      events: ['create-environment'],
+      prepare: project,
+      call: (r, c) => r.call('POST', `/api/v1/workspace/${c.projectId}/environments`, admin, { name: 'QA', slug: 'qa', projectId: c.projectId }),
+      observe: async (r, c) => (await r.call('GET', `/api/v1/projects/slug/${c.slug}`, admin)).body.environments.map((e: any) => e.slug),
+      changed: becomes(['dev', 'staging', 'prod'], ['dev', 'staging', 'prod', 'qa']),
+    },
+    {
       route: 'PATCH /api/v1/projects/:projectId/environments/:envId',
       events: ['update-environment'],
       prepare: project,
@@ -321,40 +329,43 @@ t.test('every state-changing route goes through the write pipeline', async (t) =
         },
       ];
     }),
-    {
-      route: 'POST /api/v2/folders',
-      events: ['create-folder'],
-      prepare: project,
-      call: (r, c) => r.call('POST', '/api/v2/folders', admin, { projectId: c.projectId, environment: 'prod', path: '/', name: 'app' }),
-      observe: (r, c) => values(r, c.slug!, '/app'),
-      changed: becomes(404, {}),
-    },
-    {
-      route: 'PATCH /api/v2/folders/:folderId',
-      events: ['update-folder'],
-      prepare: async () => {
-        const p = await project();
-        const f = (await ok(a.call('POST', '/api/v2/folders', admin, { projectId: p.projectId, environment: 'prod', path: '/', name: 'old' }), 'folder')).folder;
-        await secret(p.slug, 'IN', 'folder', '/old');
-        return { ...p, folderId: f.id };
+    // Infisical's SDKs call /api/v1/folders; the same routes answer under /api/v2.
+    ...(['/api/v1/folders', '/api/v2/folders'] as const).flatMap((base): Case[] => [
+      {
+        route: `POST ${base}`,
+        events: ['create-folder'],
+        prepare: project,
+        call: (r, c) => r.call('POST', base, admin, { projectId: c.projectId, environment: 'prod', path: '/', name: 'app' }),
+        observe: (r, c) => values(r, c.slug!, '/app'),
+        changed: becomes(404, {}),
       },
-      call: (r, c) => r.call('PATCH', `/api/v2/folders/${c.folderId}`, admin, { projectId: c.projectId, environment: 'prod', path: '/', name: 'new' }),
-      observe: async (r, c) => [await values(r, c.slug!, '/old'), await values(r, c.slug!, '/new')],
-      changed: becomes([{ IN: 'folder' }, 404], [404, { IN: 'folder' }]),
-    },
-    {
-      route: 'DELETE /api/v2/folders/:folderIdOrName',
-      events: ['delete-secret', 'delete-folder'],
-      prepare: async () => {
-        const p = await project();
-        await ok(a.call('POST', '/api/v2/folders', admin, { projectId: p.projectId, environment: 'prod', path: '/', name: 'doomed' }), 'folder');
-        await secret(p.slug, 'IN', 'folder', '/doomed');
-        return p;
+      {
+        route: `PATCH ${base}/:folderId`,
+        events: ['update-folder'],
+        prepare: async () => {
+          const p = await project();
+          const f = (await ok(a.call('POST', base, admin, { projectId: p.projectId, environment: 'prod', path: '/', name: 'old' }), 'folder')).folder;
+          await secret(p.slug, 'IN', 'folder', '/old');
+          return { ...p, folderId: f.id };
+        },
+        call: (r, c) => r.call('PATCH', `${base}/${c.folderId}`, admin, { projectId: c.projectId, environment: 'prod', path: '/', name: 'new' }),
+        observe: async (r, c) => [await values(r, c.slug!, '/old'), await values(r, c.slug!, '/new')],
+        changed: becomes([{ IN: 'folder' }, 404], [404, { IN: 'folder' }]),
       },
-      call: (r, c) => r.call('DELETE', '/api/v2/folders/doomed', admin, { projectId: c.projectId, environment: 'prod', path: '/', force: true }),
-      observe: (r, c) => values(r, c.slug!, '/doomed'),
-      changed: becomes({ IN: 'folder' }, 404),
-    },
+      {
+        route: `DELETE ${base}/:folderIdOrName`,
+        events: ['delete-secret', 'delete-folder'],
+        prepare: async () => {
+          const p = await project();
+          await ok(a.call('POST', base, admin, { projectId: p.projectId, environment: 'prod', path: '/', name: 'doomed' }), 'folder');
+          await secret(p.slug, 'IN', 'folder', '/doomed');
+          return p;
+        },
+        call: (r, c) => r.call('DELETE', `${base}/doomed`, admin, { projectId: c.projectId, environment: 'prod', path: '/', force: true }),
+        observe: (r, c) => values(r, c.slug!, '/doomed'),
+        changed: becomes({ IN: 'folder' }, 404),
+      },
+    ]),
     ...(['v3', 'v4'] as const).flatMap((v): Case[] => {
       const one = v === 'v3' ? '/api/v3/secrets/raw/:secretName' : '/api/v4/secrets/:secretName';
       const batch = v === 'v3' ? '/api/v3/secrets/batch/raw' : '/api/v4/secrets/batch';

@@ -1,0 +1,86 @@
+// Infisical's official Node SDK (@infisical/sdk 5.x) as the client, unchanged, against the
+// running service on both backends: every method it has for universal auth, secrets,
+// folders and environments. Results are asserted, not just the absence of an error.
+import { InfisicalSDK } from '@infisical/sdk';
+import t from 'tap';
+import { BACKENDS, INVENTORY, seedHomelab, startTestService, testEnv } from '../helpers/service.js';
+
+for (const backend of BACKENDS) {
+  t.test(`the official SDK drives auth, secrets, folders and environments (${backend})`, async (t) => {
+    const svc = await startTestService(t, await testEnv(t, backend));
+    const seeded = await seedHomelab(svc.services, { role: 'admin' });
+    const at = { projectId: seeded.projectId, environment: 'prod' };
+
+    const client = new InfisicalSDK({ siteUrl: svc.url });
+    await client.auth().universalAuth.login({ clientId: seeded.clientId, clientSecret: seeded.clientSecret });
+    const first = client.auth().getAccessToken();
+    t.type(first, 'string', 'universalAuth.login sets an access token');
+
+    await t.test('universalAuth.renew', async (t) => {
+      await client.auth().universalAuth.renew();
+      t.equal(client.auth().getAccessToken(), first, 'renewing keeps the token (as Infisical: the same token, a new expiry)');
+    });
+
+    await t.test('secrets: list, get, create, update, delete', async (t) => {
+      const listed = await client.secrets().listSecrets({ ...at, secretPath: '/' });
+      t.same(
+        Object.fromEntries(listed.secrets.map((s) => [s.secretKey, s.secretValue])),
+        INVENTORY,
+        'listSecrets answers the 14 inventory secrets with their values',
+      );
+      t.same(listed.imports ?? [], [], 'no imports');
+
+      const one = await client.secrets().getSecret({ ...at, secretPath: '/', secretName: 'ROUTER_API_KEY' });
+      t.equal(one.secretValue, INVENTORY.ROUTER_API_KEY, 'getSecret');
+      t.equal(one.secretKey, 'ROUTER_API_KEY');
+
+      const created = await client.secrets().createSecret('SDK_MADE', { ...at, secretPath: '/', secretValue: 'v1', secretComment: 'from the SDK' });
+      t.equal(created.secret.secretKey, 'SDK_MADE', 'createSecret');
+      t.equal((await client.secrets().getSecret({ ...at, secretPath: '/', secretName: 'SDK_MADE' })).secretValue, 'v1', 'read back');
+
+      const updated = await client.secrets().updateSecret('SDK_MADE', { ...at, secretPath: '/', secretValue: 'v2', newSecretName: 'SDK_RENAMED' });
+      t.equal(updated.secret.secretKey, 'SDK_RENAMED', 'updateSecret renames');
+      const reread = await client.secrets().getSecret({ ...at, secretPath: '/', secretName: 'SDK_RENAMED' });
+      t.equal(reread.secretValue, 'v2', 'updateSecret changed the value');
+      t.equal(reread.version, 2, 'a second version');
+
+      const deleted = await client.secrets().deleteSecret('SDK_RENAMED', { ...at, secretPath: '/' });
+      t.equal(deleted.secret.secretKey, 'SDK_RENAMED', 'deleteSecret');
+      await t.rejects(client.secrets().getSecret({ ...at, secretPath: '/', secretName: 'SDK_RENAMED' }), { message: /\[StatusCode=404\]/ }, 'gone');
+
+      const withImports = await client.secrets().listSecretsWithImports({ ...at, secretPath: '/' });
+      t.equal(withImports.length, Object.keys(INVENTORY).length, 'listSecretsWithImports');
+    });
+
+    await t.test('folders: create, listFolders', async (t) => {
+      const apps = await client.folders().create({ ...at, name: 'apps', path: '/' });
+      t.equal(apps.name, 'apps', 'folders().create');
+      t.type(apps.id, 'string');
+      const media = await client.folders().create({ ...at, name: 'media', path: '/apps' });
+      t.equal(media.parentId, apps.id, 'nested under /apps');
+
+      const top = await client.folders().listFolders({ ...at, path: '/' });
+      t.same(top.map((f) => f.name), ['apps'], 'listFolders: the direct sub-folders');
+      const all = await client.folders().listFolders({ ...at, path: '/', recursive: true });
+      t.same(all.map((f) => (f as unknown as { path: string }).path), ['/apps', '/apps/media'], 'listFolders recursive: every folder below');
+
+      await client.secrets().createSecret('IN_MEDIA', { ...at, secretPath: '/apps/media', secretValue: 'deep' });
+      const deep = await client.secrets().listSecrets({ ...at, secretPath: '/apps/media' });
+      t.same(deep.secrets.map((s) => [s.secretKey, s.secretValue]), [['IN_MEDIA', 'deep']], 'a secret in the new folder');
+    });
+
+    await t.test('environments: create', async (t) => {
+      const qa = await client.environments().create({ projectId: seeded.projectId, name: 'QA', slug: 'qa' });
+      t.equal(qa.slug, 'qa', 'environments().create');
+      t.equal(qa.name, 'QA');
+      await client.secrets().createSecret('QA_ONLY', { projectId: seeded.projectId, environment: 'qa', secretPath: '/', secretValue: 'q' });
+      const listed = await client.secrets().listSecrets({ projectId: seeded.projectId, environment: 'qa', secretPath: '/' });
+      t.same(listed.secrets.map((s) => s.secretKey), ['QA_ONLY'], 'the new environment holds its own secrets');
+      await t.rejects(
+        client.environments().create({ projectId: seeded.projectId, name: 'QA again', slug: 'qa' }),
+        { message: /\[StatusCode=400\]/ },
+        'a taken slug is refused',
+      );
+    });
+  });
+}
