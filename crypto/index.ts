@@ -123,7 +123,9 @@ function keyBytes(rootKeys: Array<{ keyHex: string }>): Uint8Array {
 /** Exported for the test that pins these settings; not for other layers. */
 export function poolOptions(threads: number) {
   return {
-    filename: new URL('./worker.js', import.meta.url).href,
+    // The worker beside this module in the form it runs in: .js when built, .ts when a
+    // test file runs straight from TypeScript (`npm run test:one`).
+    filename: new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker.js', import.meta.url).href,
     // Fixed size and never idle-reaped: a worker that goes away is a lost worker
     // (its replacement would start keyless), never a routine event.
     minThreads: threads,

@@ -460,7 +460,7 @@ async function verifyChain(
     const keyed = brokenAt === undefined ? rows.filter((r) => r.chain === KEYED) : [];
     const macOf = new Map<ChainRow, Buffer>();
     if (keyed.length) (await key.macs(keyed.map(entryMessage))).forEach((m, i) => macOf.set(keyed[i]!, m));
-    rows.forEach((r, i) => {
+    rows.forEach((r) => {
       entries++;
       if (brokenAt !== undefined) return;
       let holds: boolean;

@@ -7,8 +7,8 @@ import type { Sql } from './db.js';
 // Arbitrary but fixed: every replica must use the same lock id.
 const MIGRATION_LOCK_ID = 74_820_113;
 
-/** storage/migrations in the source tree (the compiled code lives in dist/storage). */
-export const MIGRATIONS_DIR = fileURLToPath(new URL('../../storage/migrations/', import.meta.url));
+/** storage/migrations in the source tree (built code lives in dist/storage; tests may run from source). */
+export const MIGRATIONS_DIR = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? './migrations/' : '../../storage/migrations/', import.meta.url));
 
 export interface Migration {
   version: number;

@@ -8,8 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { AppError } from '../errors.js';
 import type { Handler, HttpReply, HttpRequest } from './types.js';
 
-/** ui/dist beside the package root: dist/server/http/static.js -> ../../../ui/dist. */
-export const DEFAULT_UI_DIR = fileURLToPath(new URL('../../../ui/dist/', import.meta.url));
+/** ui/dist beside the package root: dist/server/http/static.js -> ../../../ui/dist (from source, ../../ui/dist). */
+export const DEFAULT_UI_DIR = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? '../../ui/dist/' : '../../../ui/dist/', import.meta.url));
 
 /** The UI's policy: nothing inline, nothing from elsewhere. */
 export const UI_CSP =

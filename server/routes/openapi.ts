@@ -97,7 +97,7 @@ export function openApiDocument(routes: readonly DeclaredRoute[], version: strin
 /** The package's version (dist/server/routes → the package root). */
 function packageVersion(): string {
   try {
-    return (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+    return (JSON.parse(readFileSync(new URL(import.meta.url.endsWith('.ts') ? '../../package.json' : '../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
   } catch {
     return 'unknown';
   }

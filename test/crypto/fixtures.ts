@@ -34,6 +34,7 @@ export async function withPool<T>(start: () => Promise<T>): Promise<{ made: T; p
   const run = Piscina.prototype.run;
   let pool: Piscina | undefined;
   Piscina.prototype.run = function (this: Piscina, ...args: Parameters<Piscina['run']>) {
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- capturing the pool that ran the task is the point
     pool ??= this;
     return run.apply(this, args);
   };

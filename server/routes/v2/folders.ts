@@ -26,8 +26,7 @@ const deleteInput = z.object({ ...scope, force: boolish.optional(), overrideImmu
 const listedSchema = z.object({ id: z.string(), name: z.string(), path: z.string(), parentId: z.string().nullable() });
 const oneFolder = z.object({ folder: listedSchema.extend({ envId: z.string() }) });
 
-const scopeOnly = z.object(scope);
-type Scope = z.output<typeof scopeOnly>;
+type Scope = Omit<z.output<typeof createBody>, 'name'>;
 /** Where a folder request points: the project, environment and parent path. */
 const where = (b: Scope) => ({ project: projectIdRef(b), environment: b.environment, path: b.path ?? b.directory });
 

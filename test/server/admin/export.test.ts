@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { SYSTEM } from '../../../server/domain/access.js';
-import { BACKENDS, seedHomelab, startTestService, testEnv, type TestService } from '../../helpers/service.js';
+import { BACKENDS, seedHomelab, startTestService, testEnv } from '../../helpers/service.js';
 import { api, isError, machine, plainUser, snapshot, superadmin } from './helpers.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;

@@ -271,7 +271,7 @@ for (const backend of BACKENDS) {
       }
       t.test('nothing changed', async (t) => t.same(await snapshot(svc), before));
       t.test('the other identity still logs in', async (t) => {
-        await login(svc.url, other);
+        t.type(await login(svc.url, other), 'string', 'an access token');
       });
     });
   });

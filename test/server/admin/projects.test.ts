@@ -85,7 +85,7 @@ for (const backend of BACKENDS) {
       const p = r.body.project;
       t.same(Object.keys(p).sort(), PROJECT_KEYS, 'exactly the documented fields');
       t.match(p, { id: UUID, _id: p.id, name: 'Home Lab', slug: 'home-lab', orgId: UUID, version: 3, createdAt: ISO, updatedAt: ISO });
-      t.same(p.environments.map(({ id, ...rest }: any) => rest), DEFAULT_ENVS, 'dev, staging, prod in that order');
+      t.same(p.environments.map(({ id: _id, ...rest }: any) => rest), DEFAULT_ENVS, 'dev, staging, prod in that order');
       t.ok(p.environments.every((e: any) => UUID.test(e.id) && Object.keys(e).length === 4));
 
       t.equal((await create({ projectName: 'homelab' })).slug, 'homelab', 'a name that is a slug is its own slug');

@@ -49,7 +49,7 @@ async function state(svc: TestService) {
 for (const backend of BACKENDS) {
   t.test(`secret writes (${backend})`, async (t) => {
     const svc = await startTestService(t, await testEnv(t, backend));
-    const as = (await superadmin(svc)).token;
+    await superadmin(svc);
     const seeded = await seedHomelab(svc.services);
     const P = seeded.projectId;
     const m = await machine(svc, 'writer', [[P, 'member']]);

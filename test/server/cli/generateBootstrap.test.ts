@@ -64,10 +64,10 @@ function parseYaml(t: Test, text: string): Values {
     new RegExp(`^  encryptionKey: ${q}$`),
     new RegExp(`^  authSecret: ${q}$`),
     /^postgresql:$/,
-    /^  auth:$/,
+    /^ {2}auth:$/,
     new RegExp(`^    password: ${q}$`),
     /^redis:$/,
-    /^  auth:$/,
+    /^ {2}auth:$/,
     new RegExp(`^    password: ${q}$`),
   ];
   t.equal(lines.length, shape.length, 'exactly the documented lines');
