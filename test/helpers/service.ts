@@ -1,6 +1,6 @@
 // Starts the real service in-process on an ephemeral port, against the real
 // PostgreSQL + Redis or the embedded default, and seeds the seed's homelab project
-// through the domain functions (the admin API comes with a later issue).
+// through the domain functions (fast; the admin API's own tests drive it over HTTP).
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
