@@ -4,7 +4,7 @@
 // Login failures are counted per e-mail address, whether an account has it or not, and
 // a failed login does the same statements and the same argon2 work either way: neither
 // the answer, the lockout nor the time taken tells whether an address has an account.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Crypto } from '../../crypto/index.js';
 import { ReadThroughCache, type CacheBus } from '../../storage/cache.js';
 import type { Store, TxStores } from '../../storage/index.js';
@@ -81,6 +81,37 @@ export interface UsersDeps {
   changes: Pick<WritePipeline, 'byCaller' | 'inOrganization'>;
   sessionTtlSeconds: number;
   lockout: { maxAttempts: number; seconds: number };
+  /** Production mode: the first visit needs this one-time code (see setupCode below). */
+  setupCode?: SetupCode;
+}
+
+/** The first visit's code, held only as its SHA-256 and compared in constant time. */
+export interface SetupCode {
+  matches(code: string): boolean;
+  /** Forgets the code (the first visit is done). */
+  forget(): void;
+  readonly active: boolean;
+}
+
+const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest();
+
+export function setupCode(code: string): SetupCode {
+  let hash: Buffer | undefined = sha256(code.trim());
+  return {
+    // Hashing first makes the comparison's length fixed: nothing leaks the code's length.
+    matches: (candidate) => hash !== undefined && timingSafeEqual(sha256(candidate.trim()), hash),
+    forget: () => {
+      hash = undefined;
+    },
+    get active() {
+      return hash !== undefined;
+    },
+  };
+}
+
+/** 128 random bits, typed by a person from the log: groups of lowercase hex. */
+export function randomSetupCode(): string {
+  return randomBytes(16).toString('hex').match(/.{4}/g)!.join('-');
 }
 
 export async function usersDomain(deps: UsersDeps) {
@@ -153,12 +184,26 @@ export async function usersDomain(deps: UsersDeps) {
       return (await store.users.count()) > 0;
     },
 
-    async signup(input: { email: string; password: string; firstName: string; lastName?: string; ip: string | null }): Promise<SessionResult> {
+    /** Whether the first visit needs the setup code (until the superadmin exists). */
+    setupCodeRequired(): boolean {
+      return deps.setupCode?.active === true;
+    },
+
+    async signup(input: { email: string; password: string; firstName: string; lastName?: string; setupCode?: string; ip: string | null }): Promise<SessionResult> {
       const { email, firstName, lastName } = validateProfile(input);
       // No argon2 work for anyone once set up (the check under the lock below decides races).
       if ((await store.users.count()) > 0) throw alreadySetUp();
+      const code = deps.setupCode;
+      if (code?.active) {
+        if (input.setupCode === undefined || input.setupCode.trim() === '') {
+          throw new AppError('VALIDATION', 'setupCode is required: this instance runs in production mode (the code is SETUP_TOKEN, or was printed to the log at start)');
+        }
+        if (!code.matches(input.setupCode)) throw new AppError('FORBIDDEN', 'Invalid setup code');
+      } else if (input.setupCode !== undefined) {
+        throw new AppError('VALIDATION', 'setupCode is not used: this instance does not require a setup code');
+      }
       const passwordHash = await crypto.hashPassword(input.password);
-      return changes.byCaller({ actorType: 'user', actorId: null }, { ip: input.ip }).run(async ({ s, audit, actAs }) => {
+      const result = await changes.byCaller({ actorType: 'user', actorId: null }, { ip: input.ip }).run(async ({ s, audit, actAs }) => {
         // Two first visits at once: exactly one becomes the superadmin.
         await s.tx`select pg_advisory_xact_lock(74820116)`;
         if ((await s.users.count()) > 0) throw alreadySetUp();
@@ -168,6 +213,9 @@ export async function usersDomain(deps: UsersDeps) {
         await audit({ eventType: 'admin-signup', metadata: { email } });
         return openSession(s, user, input.ip);
       });
+      // Used: this replica forgets it (the others refuse a second signup anyway).
+      code?.forget();
+      return result;
     },
 
     async login(input: { email: string; password: string; ip: string | null }): Promise<SessionResult> {
