@@ -113,7 +113,12 @@ async function firstVisitCode(config: Config, store: Store, log: Logger): Promis
   return setupCode(code);
 }
 
-export async function createServices(config: Config, log: Logger): Promise<Services> {
+export interface ServiceOptions {
+  /** The first visit's setup code (false for the CLI: only the service serves signups). */
+  firstVisit?: boolean;
+}
+
+export async function createServices(config: Config, log: Logger, opts: ServiceOptions = {}): Promise<Services> {
   const cleanups: Array<() => Promise<void>> = [];
   const close = async () => {
     for (const c of cleanups.reverse()) await c().catch(() => {});
@@ -177,7 +182,7 @@ export async function createServices(config: Config, log: Logger): Promise<Servi
     const changes = writePipeline({ store, bus, access, onCommitted: (c) => heads.committed(c.events.length) });
     const snapshots = folderSnapshots({ store, caches });
     const lockout = { maxAttempts: config.loginMaxAttempts, seconds: config.loginLockoutSeconds };
-    const firstVisit = await firstVisitCode(config, store, log);
+    const firstVisit = opts.firstVisit === false ? undefined : await firstVisitCode(config, store, log);
     const users = await usersDomain({
       store,
       crypto,
