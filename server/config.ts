@@ -53,6 +53,7 @@ const schema = z.object({
   COOKIE_SECURE: setting(z.enum(['auto', 'always', 'never']).default('auto')),
   LOG_LEVEL: setting(z.enum(LOG_LEVELS).default('info')),
   AUDIT_HEAD_LOG_EVERY: setting(integer(1).default(1000)),
+  SETUP_TOKEN: setting(z.string().trim().min(16, 'must be at least 16 characters').max(256, 'must be at most 256 characters').optional()),
 });
 
 export interface Config {
@@ -77,7 +78,20 @@ export interface Config {
   logLevel: LogLevel;
   /** The audit chain's head is logged every this many entries (and at shutdown). */
   auditHeadLogEvery: number;
+  /**
+   * The first visit's setup code, when the operator chose it (the chart generates one).
+   * Deleted by createServices once it holds the code's hash.
+   */
+  setupToken?: string;
 }
+
+/**
+ * Production mode (NODE_ENV=production, as the image sets it) or an explicit SETUP_TOKEN:
+ * the first visit needs a one-time setup code. `npm start` with no configuration keeps
+ * the open first visit.
+ */
+export const setupCodeRequired = (c: Pick<Config, 'nodeEnv' | 'setupToken'>): boolean =>
+  c.nodeEnv === 'production' || c.setupToken !== undefined;
 
 export class ConfigError extends Error {}
 
@@ -113,6 +127,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     cookieSecure: e.COOKIE_SECURE,
     logLevel: e.LOG_LEVEL,
     auditHeadLogEvery: e.AUDIT_HEAD_LOG_EVERY,
+    setupToken: e.SETUP_TOKEN,
   };
 }
 

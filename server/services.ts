@@ -7,7 +7,7 @@ import { sweepAccessTokens } from '../storage/identities.js';
 import { migrate } from '../storage/migrate.js';
 import { authenticator, type Authenticator } from './auth/authenticate.js';
 import { deriveAuthKeys } from './auth/tokens.js';
-import type { Config } from './config.js';
+import { setupCodeRequired, type Config } from './config.js';
 import { accessControl, type AccessControl } from './domain/access.js';
 import { auditDomain, auditHeadLog, openAuditKey, TRAIL_MISSING_WARNING, type AuditDomain } from './domain/audit.js';
 import { createCaches, type Caches } from './domain/caches.js';
@@ -23,7 +23,7 @@ import { projectsDomain, type ProjectsDomain } from './domain/projects.js';
 import { secretVersionsDomain, type SecretVersionsDomain } from './domain/secretVersions.js';
 import { secretsDomain, type SecretsDomain } from './domain/secrets.js';
 import { folderSnapshots } from './domain/snapshots.js';
-import { usersDomain, type UsersDomain } from './domain/users.js';
+import { randomSetupCode, setupCode, usersDomain, type SetupCode, type UsersDomain } from './domain/users.js';
 
 export interface Services {
   db: Database;
@@ -90,7 +90,35 @@ function describe(err: unknown): string {
   return e.code ?? e.message ?? 'unknown error';
 }
 
-export async function createServices(config: Config, log: Logger): Promise<Services> {
+/**
+ * Production mode on an instance without its superadmin: the first visit needs a setup
+ * code, SETUP_TOKEN's or a random one printed here, once (never again, never audited).
+ * SETUP_TOKEN leaves the configuration and process.env either way.
+ */
+async function firstVisitCode(config: Config, store: Store, log: Logger): Promise<SetupCode | undefined> {
+  const required = setupCodeRequired(config);
+  const fromEnv = config.setupToken;
+  delete (config as Partial<Config>).setupToken;
+  delete process.env.SETUP_TOKEN;
+  if (!required || (await store.users.count()) > 0) return undefined;
+  if (fromEnv !== undefined) {
+    log.info('first visit: registering the superadmin needs the setup code from SETUP_TOKEN');
+    return setupCode(fromEnv);
+  }
+  const code = randomSetupCode();
+  log.warn(
+    `first visit: registering the superadmin needs this one-time setup code: ${code} ` +
+      '(printed once, at this start only; set SETUP_TOKEN to choose it, as every replica must share it)',
+  );
+  return setupCode(code);
+}
+
+export interface ServiceOptions {
+  /** The first visit's setup code (false for the CLI: only the service serves signups). */
+  firstVisit?: boolean;
+}
+
+export async function createServices(config: Config, log: Logger, opts: ServiceOptions = {}): Promise<Services> {
   const cleanups: Array<() => Promise<void>> = [];
   const close = async () => {
     for (const c of cleanups.reverse()) await c().catch(() => {});
@@ -154,6 +182,7 @@ export async function createServices(config: Config, log: Logger): Promise<Servi
     const changes = writePipeline({ store, bus, access, onCommitted: (c) => heads.committed(c.events.length) });
     const snapshots = folderSnapshots({ store, caches });
     const lockout = { maxAttempts: config.loginMaxAttempts, seconds: config.loginLockoutSeconds };
+    const firstVisit = opts.firstVisit === false ? undefined : await firstVisitCode(config, store, log);
     const users = await usersDomain({
       store,
       crypto,
@@ -163,6 +192,7 @@ export async function createServices(config: Config, log: Logger): Promise<Servi
       changes,
       sessionTtlSeconds: config.sessionTtlSeconds,
       lockout,
+      setupCode: firstVisit,
     });
     const machine = machineAuth({ store, keyring, tokens: authKeys.identity, caches, changes, lockout });
     return {

@@ -9,6 +9,8 @@ export interface UserRow {
   firstName: string;
   lastName: string;
   isSuperadmin: boolean;
+  /** Set while the superadmin has disabled the person. */
+  disabledAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -32,7 +34,7 @@ export function usersStore(sql: Queryable) {
     },
     /** Everyone, without password hashes, oldest first. */
     async list(): Promise<Omit<UserRow, 'passwordHash'>[]> {
-      return sql<Omit<UserRow, 'passwordHash'>[]>`select id, email, first_name, last_name, is_superadmin, created_at
+      return sql<Omit<UserRow, 'passwordHash'>[]>`select id, email, first_name, last_name, is_superadmin, disabled_at, created_at
         from users order by created_at, id`;
     },
     async byEmail(email: string): Promise<UserRow | undefined> {
@@ -48,11 +50,49 @@ export function usersStore(sql: Queryable) {
     },
     async liveSession(id: string): Promise<SessionState | undefined> {
       const [row] = await sql<SessionState[]>`select s.user_id, s.expires_at, u.is_superadmin from user_sessions s
-        join users u on u.id = s.user_id where s.id = ${id} and s.revoked_at is null and s.expires_at > now()`;
+        join users u on u.id = s.user_id where s.id = ${id} and s.revoked_at is null and s.expires_at > now()
+        and u.disabled_at is null`;
       return row;
     },
     async revokeSession(id: string): Promise<void> {
       await sql`update user_sessions set revoked_at = now() where id = ${id} and revoked_at is null`;
+    },
+    async setPassword(id: string, passwordHash: string): Promise<UserRow | undefined> {
+      const [row] = await sql<UserRow[]>`update users set password_hash = ${passwordHash}, updated_at = now() where id = ${id} returning *`;
+      return row;
+    },
+    async setDisabled(id: string, disabled: boolean): Promise<UserRow | undefined> {
+      const [row] = disabled
+        ? await sql<UserRow[]>`update users set disabled_at = coalesce(disabled_at, now()), updated_at = now() where id = ${id} returning *`
+        : await sql<UserRow[]>`update users set disabled_at = null, updated_at = now() where id = ${id} returning *`;
+      return row;
+    },
+    /** Deletes the person; their sessions and project memberships go with them (cascade). */
+    async delete(id: string): Promise<UserRow | undefined> {
+      const [row] = await sql<UserRow[]>`delete from users where id = ${id} returning *`;
+      return row;
+    },
+    /** The row, locked until the transaction ends (concurrent changes to one person queue). */
+    async lockById(id: string): Promise<UserRow | undefined> {
+      const [row] = await sql<UserRow[]>`select * from users where id = ${id} for update`;
+      return row;
+    },
+    /** Enabled superadmins, locked: two concurrent disables cannot both pass "not the last". */
+    async lockEnabledSuperadmins(): Promise<string[]> {
+      const rows = await sql<{ id: string }[]>`select id from users where is_superadmin and disabled_at is null order by id for update`;
+      return rows.map((r) => r.id);
+    },
+    /** Deletes every session row of the person (but `keep`); returns the ids deleted. */
+    async deleteSessionsOf(userId: string, keep?: string): Promise<string[]> {
+      const rows = keep
+        ? await sql<{ id: string }[]>`delete from user_sessions where user_id = ${userId} and id <> ${keep} returning id`
+        : await sql<{ id: string }[]>`delete from user_sessions where user_id = ${userId} returning id`;
+      return rows.map((r) => r.id);
+    },
+    /** Projects where the person has a membership (their cached roles). */
+    async membershipProjects(userId: string): Promise<string[]> {
+      const rows = await sql<{ projectId: string }[]>`select project_id from project_memberships where user_id = ${userId}`;
+      return rows.map((r) => r.projectId);
     },
   };
 }

@@ -4,10 +4,11 @@
 import { auditVerify } from './auditVerify.js';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Command, type Io } from './command.js';
 import { generateBootstrap } from './generateBootstrap.js';
+import { resetPassword } from './resetPassword.js';
 import { rotateKey } from './rotateKey.js';
 import { seedInventory } from './seedInventory.js';
 
-const COMMANDS: Command[] = [generateBootstrap, seedInventory, rotateKey, auditVerify];
+const COMMANDS: Command[] = [generateBootstrap, seedInventory, rotateKey, auditVerify, resetPassword];
 
 function usage(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

@@ -80,7 +80,7 @@ export const seedInventory: Command = {
     const config = await serviceConfig(env, io);
     let services: Services;
     try {
-      services = await createServices(config, stderrLog(io));
+      services = await createServices(config, stderrLog(io), { firstVisit: false });
     } catch (err) {
       throw new CliError((err as Error).message);
     }

@@ -4,16 +4,16 @@
 // Login failures are counted per e-mail address, whether an account has it or not, and
 // a failed login does the same statements and the same argon2 work either way: neither
 // the answer, the lockout nor the time taken tells whether an address has an account.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Crypto } from '../../crypto/index.js';
 import { ReadThroughCache, type CacheBus } from '../../storage/cache.js';
 import type { Store, TxStores } from '../../storage/index.js';
 import type { SessionState } from '../../storage/users.js';
 import type { UserSessionTokens } from '../auth/tokens.js';
 import { AppError } from '../errors.js';
-import { requireOrgAdmin, type Actor, type SystemActor } from './access.js';
+import { isUuid, requireOrgAdmin, type Actor, type SystemActor } from './access.js';
 import { topics } from './caches.js';
-import type { Origin, WritePipeline } from './pipeline.js';
+import type { Change, Origin, WritePipeline } from './pipeline.js';
 import { CONTROL_CHARACTER, LONE_SURROGATE, validateName } from './text.js';
 
 export interface UserActor {
@@ -36,21 +36,34 @@ export interface PublicUser {
   firstName: string;
   lastName: string;
   superAdmin: boolean;
+  disabled: boolean;
   createdAt: Date;
 }
 
-const publicUser = (u: { id: string; email: string; firstName: string; lastName: string; isSuperadmin: boolean; createdAt: Date }): PublicUser => ({
+const publicUser = (u: {
+  id: string;
+  email: string;
+  firstName: string;
+  lastName: string;
+  isSuperadmin: boolean;
+  disabledAt?: Date | null;
+  createdAt: Date;
+}): PublicUser => ({
   id: u.id,
   email: u.email,
   firstName: u.firstName,
   lastName: u.lastName,
   superAdmin: u.isSuperadmin,
+  disabled: u.disabledAt != null,
   createdAt: u.createdAt,
 });
 
 const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
 const invalidLogin = () => new AppError('UNAUTHORIZED', 'Invalid login');
 const alreadySetUp = () => new AppError('BAD_REQUEST', 'Admin account has already been set up');
+const noSuchUser = (id: string) => new AppError('NOT_FOUND', `User with ID '${id}' not found`);
+export const LAST_SUPERADMIN_MESSAGE =
+  'The last superadmin cannot be disabled or deleted: the instance would have nobody to administer it';
 
 const normaliseEmail = (raw: string) => raw.trim().toLowerCase();
 
@@ -68,6 +81,37 @@ export interface UsersDeps {
   changes: Pick<WritePipeline, 'byCaller' | 'inOrganization'>;
   sessionTtlSeconds: number;
   lockout: { maxAttempts: number; seconds: number };
+  /** Production mode: the first visit needs this one-time code (see setupCode below). */
+  setupCode?: SetupCode;
+}
+
+/** The first visit's code, held only as its SHA-256 and compared in constant time. */
+export interface SetupCode {
+  matches(code: string): boolean;
+  /** Forgets the code (the first visit is done). */
+  forget(): void;
+  readonly active: boolean;
+}
+
+const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest();
+
+export function setupCode(code: string): SetupCode {
+  let hash: Buffer | undefined = sha256(code.trim());
+  return {
+    // Hashing first makes the comparison's length fixed: nothing leaks the code's length.
+    matches: (candidate) => hash !== undefined && timingSafeEqual(sha256(candidate.trim()), hash),
+    forget: () => {
+      hash = undefined;
+    },
+    get active() {
+      return hash !== undefined;
+    },
+  };
+}
+
+/** 128 random bits, typed by a person from the log: groups of lowercase hex. */
+export function randomSetupCode(): string {
+  return randomBytes(16).toString('hex').match(/.{4}/g)!.join('-');
 }
 
 export async function usersDomain(deps: UsersDeps) {
@@ -88,10 +132,38 @@ export async function usersDomain(deps: UsersDeps) {
     return { email, firstName, lastName };
   }
 
-  function validatePassword(password: string) {
+  function validatePassword(password: string, field = 'password') {
     if (password.length < 12 || password.length > 256) {
-      throw new AppError('VALIDATION', 'password must be 12 to 256 characters');
+      throw new AppError('VALIDATION', `${field} must be 12 to 256 characters`);
     }
+  }
+
+  /** The person a change is about, locked for the transaction; 404 when there is none. */
+  async function lockTarget(c: Change, who: { userId: string } | { email: string }) {
+    let id: string | undefined;
+    if ('userId' in who) {
+      id = isUuid(who.userId) ? who.userId.toLowerCase() : undefined;
+    } else {
+      const email = normaliseEmail(who.email);
+      id = impossibleEmail(email) ? undefined : (await c.s.users.byEmail(email))?.id;
+      if (!id) throw new AppError('NOT_FOUND', `User with email '${email}' not found`);
+    }
+    const row = id ? await c.s.users.lockById(id) : undefined;
+    if (!row) throw noSuchUser('userId' in who ? who.userId : who.email);
+    return row;
+  }
+
+  /** Refuses to disable or delete the only enabled superadmin (409). */
+  async function refuseLastSuperadmin(c: Change, targetId: string) {
+    const others = (await c.s.users.lockEnabledSuperadmins()).filter((id) => id !== targetId);
+    if (others.length === 0) throw new AppError('CONFLICT', LAST_SUPERADMIN_MESSAGE);
+  }
+
+  /** Deletes every session row of the person and tells every replica; returns how many. */
+  async function endSessions(c: Change, userId: string): Promise<number> {
+    const ids = await c.s.users.deleteSessionsOf(userId);
+    for (const id of ids) c.invalidate(topics.userSession, id);
+    return ids.length;
   }
 
   async function openSession(s: Pick<TxStores, 'users'>, user: { id: string; email: string; firstName: string; lastName: string; isSuperadmin: boolean }, ip: string | null) {
@@ -112,12 +184,26 @@ export async function usersDomain(deps: UsersDeps) {
       return (await store.users.count()) > 0;
     },
 
-    async signup(input: { email: string; password: string; firstName: string; lastName?: string; ip: string | null }): Promise<SessionResult> {
+    /** Whether the first visit needs the setup code (until the superadmin exists). */
+    setupCodeRequired(): boolean {
+      return deps.setupCode?.active === true;
+    },
+
+    async signup(input: { email: string; password: string; firstName: string; lastName?: string; setupCode?: string; ip: string | null }): Promise<SessionResult> {
       const { email, firstName, lastName } = validateProfile(input);
       // No argon2 work for anyone once set up (the check under the lock below decides races).
       if ((await store.users.count()) > 0) throw alreadySetUp();
+      const code = deps.setupCode;
+      if (code?.active) {
+        if (input.setupCode === undefined || input.setupCode.trim() === '') {
+          throw new AppError('VALIDATION', 'setupCode is required: this instance runs in production mode (the code is SETUP_TOKEN, or was printed to the log at start)');
+        }
+        if (!code.matches(input.setupCode)) throw new AppError('FORBIDDEN', 'Invalid setup code');
+      } else if (input.setupCode !== undefined) {
+        throw new AppError('VALIDATION', 'setupCode is not used: this instance does not require a setup code');
+      }
       const passwordHash = await crypto.hashPassword(input.password);
-      return changes.byCaller({ actorType: 'user', actorId: null }, { ip: input.ip }).run(async ({ s, audit, actAs }) => {
+      const result = await changes.byCaller({ actorType: 'user', actorId: null }, { ip: input.ip }).run(async ({ s, audit, actAs }) => {
         // Two first visits at once: exactly one becomes the superadmin.
         await s.tx`select pg_advisory_xact_lock(74820116)`;
         if ((await s.users.count()) > 0) throw alreadySetUp();
@@ -127,6 +213,9 @@ export async function usersDomain(deps: UsersDeps) {
         await audit({ eventType: 'admin-signup', metadata: { email } });
         return openSession(s, user, input.ip);
       });
+      // Used: this replica forgets it (the others refuse a second signup anyway).
+      code?.forget();
+      return result;
     },
 
     async login(input: { email: string; password: string; ip: string | null }): Promise<SessionResult> {
@@ -143,7 +232,8 @@ export async function usersDomain(deps: UsersDeps) {
       // The lookup runs for an impossible address too (with one that matches nobody).
       const user = await store.users.byEmail(impossibleEmail(email) ? '' : email);
       const ok = await crypto.verifyPassword(user?.passwordHash ?? dummyHash, input.password);
-      if (!user || !ok) throw invalidLogin();
+      // A disabled person gets the same answer as a wrong password (the same work was done).
+      if (!user || !ok || user.disabledAt) throw invalidLogin();
       return changes.byCaller({ actorType: 'user', actorId: user.id }, { ip: input.ip }).run(async ({ s, audit }) => {
         await s.loginAttempts.reset(key);
         await audit({ eventType: 'login-user' });
@@ -200,6 +290,94 @@ export async function usersDomain(deps: UsersDeps) {
     async listUsers(actor: Actor | SystemActor): Promise<PublicUser[]> {
       requireOrgAdmin(actor);
       return (await store.users.list()).map(publicUser);
+    },
+
+    /**
+     * The caller changes their own password (the current one is the proof, rate limited
+     * like a login). Every session of theirs ends, on every replica; the answer is a new
+     * session for the caller's browser.
+     */
+    async changePassword(
+      actor: { userId: string; sessionId: string },
+      input: { oldPassword: string; newPassword: string },
+      ip: string | null,
+    ): Promise<SessionResult> {
+      const user = await store.users.byId(actor.userId);
+      if (!user || user.disabledAt) throw new AppError('TOKEN_INVALID', 'Session ended; log in again');
+      validatePassword(input.newPassword, 'newPassword');
+      const key = emailKey(user.email);
+      const claim = await store.loginAttempts.claim(key, lockout.maxAttempts, lockout.seconds);
+      if (!claim.claimed) {
+        throw new AppError('RATE_LIMITED', `Too many failed password checks; try again in ${claim.retryAfterSeconds} seconds`, {
+          headers: { 'Retry-After': String(claim.retryAfterSeconds) },
+        });
+      }
+      if (!(await crypto.verifyPassword(user.passwordHash, input.oldPassword))) {
+        throw new AppError('VALIDATION', 'oldPassword is not your current password');
+      }
+      const passwordHash = await crypto.hashPassword(input.newPassword);
+      return changes.byCaller({ actorType: 'user', actorId: user.id }, { ip }).run(async (c) => {
+        const row = await c.s.users.lockById(user.id);
+        if (!row || row.disabledAt) throw new AppError('TOKEN_INVALID', 'Session ended; log in again');
+        await c.s.loginAttempts.reset(key);
+        await c.s.users.setPassword(user.id, passwordHash);
+        const ended = await endSessions(c, user.id);
+        await c.audit({ eventType: 'change-password', metadata: { userId: user.id, sessionsEnded: ended } });
+        return openSession(c.s, row, ip);
+      });
+    },
+
+    /**
+     * The superadmin (or the CLI, as the service) sets another person's password; every
+     * session of theirs ends at once, on every replica.
+     */
+    async resetPassword(actor: Actor | SystemActor, who: { userId: string } | { email: string }, newPassword: string, origin?: Origin): Promise<PublicUser> {
+      const grant = changes.inOrganization(actor, origin);
+      validatePassword(newPassword, 'newPassword');
+      const passwordHash = await crypto.hashPassword(newPassword);
+      return grant.run(async (c) => {
+        const target = await lockTarget(c, who);
+        const row = (await c.s.users.setPassword(target.id, passwordHash))!;
+        const ended = await endSessions(c, target.id);
+        await c.audit({ eventType: 'reset-user-password', metadata: { userId: target.id, email: target.email, sessionsEnded: ended } });
+        return publicUser(row);
+      });
+    },
+
+    /** The person can no longer log in; their sessions end at once, on every replica. */
+    async disableUser(actor: Actor | SystemActor, userId: string, origin?: Origin): Promise<PublicUser> {
+      return changes.inOrganization(actor, origin).run(async (c) => {
+        const target = await lockTarget(c, { userId });
+        if (target.isSuperadmin && !target.disabledAt) await refuseLastSuperadmin(c, target.id);
+        const row = (await c.s.users.setDisabled(target.id, true))!;
+        const ended = await endSessions(c, target.id);
+        await c.audit({ eventType: 'disable-user', metadata: { userId: target.id, email: target.email, sessionsEnded: ended } });
+        return publicUser(row);
+      });
+    },
+
+    async enableUser(actor: Actor | SystemActor, userId: string, origin?: Origin): Promise<PublicUser> {
+      return changes.inOrganization(actor, origin).run(async (c) => {
+        const target = await lockTarget(c, { userId });
+        const row = (await c.s.users.setDisabled(target.id, false))!;
+        await c.audit({ eventType: 'enable-user', metadata: { userId: target.id, email: target.email } });
+        return publicUser(row);
+      });
+    },
+
+    /** The person, their sessions and their project roles are deleted; on every replica at once. */
+    async deleteUser(actor: Actor | SystemActor, userId: string, origin?: Origin): Promise<PublicUser> {
+      return changes.inOrganization(actor, origin).run(async (c) => {
+        const target = await lockTarget(c, { userId });
+        if (target.isSuperadmin && !target.disabledAt) await refuseLastSuperadmin(c, target.id);
+        const ended = await endSessions(c, target.id);
+        for (const projectId of await c.s.users.membershipProjects(target.id)) {
+          c.invalidate(topics.membership, `${projectId}:user:${target.id}`);
+        }
+        await c.s.users.delete(target.id);
+        await c.audit({ eventType: 'delete-user', metadata: { userId: target.id, email: target.email, sessionsEnded: ended } });
+        return publicUser(target);
+      });
     },
 
     checkCsrf: sessions.checkCsrf,

@@ -8,6 +8,7 @@ import { ProjectsPage } from './pages/Projects';
 import { ProjectPage } from './pages/Project';
 import { IdentitiesPage, IdentityPage } from './pages/Identities';
 import { PeoplePage } from './pages/People';
+import { AccountPage } from './pages/Account';
 
 export function App() {
   onMount(() => void loadSession());
@@ -23,7 +24,7 @@ export function App() {
 
   createEffect(() => {
     const p = location().path;
-    const title = p.startsWith('/identities') ? 'Machine identities' : p === '/people' ? 'People' : p.startsWith('/projects/') ? 'Project' : p === '/projects' ? 'Projects' : p === '/setup' ? 'Set up' : 'Log in';
+    const title = p.startsWith('/identities') ? 'Machine identities' : p === '/people' ? 'People' : p === '/account' ? 'My account' : p.startsWith('/projects/') ? 'Project' : p === '/projects' ? 'Projects' : p === '/setup' ? 'Set up' : 'Log in';
     document.title = `${title} · Vault`;
   });
 
@@ -55,7 +56,7 @@ export function App() {
 
 function Shell() {
   const path = () => location().path;
-  const section = () => (path().startsWith('/identities') ? 'identities' : path().startsWith('/people') ? 'people' : 'projects');
+  const section = () => (path().startsWith('/identities') ? 'identities' : path().startsWith('/people') ? 'people' : path() === '/account' ? 'account' : 'projects');
   return (
     <div class="app">
       <a class="skip-link" href="#main">
@@ -83,9 +84,9 @@ function Shell() {
             </Show>
           </nav>
           <div class="topbar-user">
-            <span class="user-email" title="Signed in as">
-              {user()?.email}
-            </span>
+            <Link href="/account" class="user-link" aria-label="My account" title={`My account (${user()?.email ?? ''}): change password`} aria-current={path() === '/account' ? 'page' : undefined}>
+              <Icon name="settings" /> <span class="user-email">{user()?.email}</span>
+            </Link>
             <Button size="sm" variant="ghost" onClick={() => void logout()}>
               <Icon name="logout" /> Log out
             </Button>
@@ -105,6 +106,9 @@ function Shell() {
           </Match>
           <Match when={path() === '/people' && user()?.superAdmin}>
             <PeoplePage />
+          </Match>
+          <Match when={path() === '/account'}>
+            <AccountPage />
           </Match>
           <Match when={match('/identities/:identityId', path())}>{(params) => <IdentityPage identityId={params().identityId!} />}</Match>
         </Switch>

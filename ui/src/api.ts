@@ -133,6 +133,7 @@ export interface Person {
   firstName: string;
   lastName: string;
   superAdmin: boolean;
+  disabled: boolean;
   createdAt: string;
 }
 

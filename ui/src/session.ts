@@ -4,7 +4,7 @@ import { createSignal } from 'solid-js';
 import { api, setCsrfToken, setUnauthorizedHandler, type User } from './api';
 import { navigate } from './router';
 
-export type Boot = { state: 'loading' } | { state: 'setup' } | { state: 'login' } | { state: 'in'; user: User } | { state: 'error'; message: string };
+export type Boot = { state: 'loading' } | { state: 'setup'; setupCodeRequired: boolean } | { state: 'login' } | { state: 'in'; user: User } | { state: 'error'; message: string };
 
 const [boot, setBoot] = createSignal<Boot>({ state: 'loading' });
 export { boot };
@@ -26,8 +26,8 @@ export async function loadSession(): Promise<void> {
     }
   }
   try {
-    const cfg = await api<{ config: { initialized: boolean } }>('GET', '/api/v1/admin/config');
-    setBoot({ state: cfg.config.initialized ? 'login' : 'setup' });
+    const cfg = await api<{ config: { initialized: boolean; setupCodeRequired?: boolean } }>('GET', '/api/v1/admin/config');
+    setBoot(cfg.config.initialized ? { state: 'login' } : { state: 'setup', setupCodeRequired: cfg.config.setupCodeRequired === true });
   } catch (err) {
     setBoot({ state: 'error', message: err instanceof Error ? err.message : 'The service did not answer' });
   }

@@ -21,7 +21,10 @@ export const profileBody = z.object({
 export const credentialsBody = z.object({ email: str('email', 320), password: str('password', 256) });
 
 const profile = { id: z.string(), email: z.string(), firstName: z.string(), lastName: z.string(), superAdmin: z.boolean() };
-export const userSchema = z.object({ ...profile, username: z.string(), createdAt: isoString });
+export const userSchema = z.object({ ...profile, username: z.string(), disabled: z.boolean(), createdAt: isoString });
+const oneUser = z.object({ user: userSchema });
+export const passwordChangeBody = z.object({ oldPassword: str('oldPassword', 256), newPassword: str('newPassword', 256) });
+export const passwordResetBody = z.object({ newPassword: str('newPassword', 256) });
 const meSchema = z.object({ user: z.object(profile), csrfToken: z.string().optional() });
 /** A new session: login and the first visit's signup. */
 export const sessionSchema = z.object({
@@ -39,6 +42,7 @@ export const userJson = (u: PublicUser) => ({
   firstName: u.firstName,
   lastName: u.lastName,
   superAdmin: u.superAdmin,
+  disabled: u.disabled,
   createdAt: u.createdAt.toISOString(),
 });
 
@@ -73,5 +77,39 @@ export function registerUserRoutes(api: Api, svc: Services) {
     '/api/v1/users',
     { caller: 'any', summary: 'Add a person (superadmin)', body: profileBody, response: z.object({ user: userSchema }) },
     async ({ actor, body, origin }) => ({ body: { user: userJson(await svc.users.createUser(actor, body, origin)) } }),
+  );
+
+  const peopleOnly = () => new AppError('FORBIDDEN', 'Only people have a password');
+  api.post(
+    '/api/v1/users/me/password',
+    { caller: 'user', summary: 'Change my password (the current one is required); every session of mine ends, this answer is a new one', refuseMachine: peopleOnly, body: passwordChangeBody, response: sessionSchema },
+    async ({ actor, body, origin, req }) => {
+      const s = await svc.users.changePassword(actor, body, origin.ip ?? null);
+      return sessionReply(req, svc, s, { message: 'Successfully changed password' });
+    },
+  );
+
+  api.post(
+    '/api/v1/users/:userId/password',
+    { caller: 'any', summary: "Set a person's password (superadmin); their sessions end at once", body: passwordResetBody, response: oneUser },
+    async ({ actor, params, body, origin }) => ({ body: { user: userJson(await svc.users.resetPassword(actor, { userId: params.userId }, body.newPassword, origin)) } }),
+  );
+
+  api.post(
+    '/api/v1/users/:userId/disable',
+    { caller: 'any', summary: 'Disable a person (superadmin): no login, their sessions end at once; not the last superadmin', response: oneUser },
+    async ({ actor, params, origin }) => ({ body: { user: userJson(await svc.users.disableUser(actor, params.userId, origin)) } }),
+  );
+
+  api.post(
+    '/api/v1/users/:userId/enable',
+    { caller: 'any', summary: 'Enable a disabled person again (superadmin)', response: oneUser },
+    async ({ actor, params, origin }) => ({ body: { user: userJson(await svc.users.enableUser(actor, params.userId, origin)) } }),
+  );
+
+  api.delete(
+    '/api/v1/users/:userId',
+    { caller: 'any', summary: 'Delete a person (superadmin): their sessions and project roles go at once; not the last superadmin', response: oneUser },
+    async ({ actor, params, origin }) => ({ body: { user: userJson(await svc.users.deleteUser(actor, params.userId, origin)) } }),
   );
 }

@@ -130,6 +130,64 @@ t.test('every state-changing route goes through the write pipeline', async (t) =
       changed: becomes(false, true),
     },
     {
+      route: 'POST /api/v1/users/me/password',
+      events: ['change-password'],
+      // A second session of the same person (another browser) ends on B at once.
+      prepare: async () => {
+        const p = await person();
+        const other = (await ok(a.call('POST', '/api/v3/auth/login', undefined, { email: p.email, password: p.password }), 'login')).token as string;
+        return { ...p, other };
+      },
+      call: (r, c) => r.call('POST', '/api/v1/users/me/password', c.token, { oldPassword: c.password, newPassword: 'the new passphrase 456' }),
+      observe: async (r, c, res) => [
+        await status(r.call('GET', '/api/v1/users/me', c.other)),
+        res ? await status(r.call('GET', '/api/v1/users/me', res.body.token)) : 'no new session',
+      ],
+      changed: becomes([200, 'no new session'], [401, 200]),
+    },
+    {
+      route: 'POST /api/v1/users/:userId/password',
+      events: ['reset-user-password'],
+      prepare: async () => person(),
+      call: (r, c) => r.call('POST', `/api/v1/users/${c.userId}/password`, admin, { newPassword: 'reset by the admin 789' }),
+      observe: (r, c) => status(r.call('GET', '/api/v1/users/me', c.token)),
+      changed: becomes(200, 401),
+    },
+    {
+      route: 'POST /api/v1/users/:userId/disable',
+      events: ['disable-user'],
+      prepare: async () => person(),
+      call: (r, c) => r.call('POST', `/api/v1/users/${c.userId}/disable`, admin),
+      observe: async (r, c) => [
+        await status(r.call('GET', '/api/v1/users/me', c.token)),
+        (await r.call('GET', '/api/v1/users', admin)).body.users.find((u: any) => u.id === c.userId).disabled,
+      ],
+      changed: becomes([200, false], [401, true]),
+    },
+    {
+      route: 'POST /api/v1/users/:userId/enable',
+      events: ['enable-user'],
+      prepare: async () => {
+        const p = await person();
+        await ok(a.call('POST', `/api/v1/users/${p.userId}/disable`, admin), 'disable');
+        return p;
+      },
+      call: (r, c) => r.call('POST', `/api/v1/users/${c.userId}/enable`, admin),
+      observe: async (r, c) => (await r.call('GET', '/api/v1/users', admin)).body.users.find((u: any) => u.id === c.userId).disabled,
+      changed: becomes(true, false),
+    },
+    {
+      route: 'DELETE /api/v1/users/:userId',
+      events: ['delete-user'],
+      prepare: async () => person(),
+      call: (r, c) => r.call('DELETE', `/api/v1/users/${c.userId}`, admin),
+      observe: async (r, c) => [
+        await status(r.call('GET', '/api/v1/users/me', c.token)),
+        (await r.call('GET', '/api/v1/users', admin)).body.users.some((u: any) => u.id === c.userId),
+      ],
+      changed: becomes([200, true], [401, false]),
+    },
+    {
       route: 'POST /api/v1/auth/universal-auth/login',
       events: ['login-identity-universal-auth'],
       prepare: async () => {

@@ -1,8 +1,8 @@
 // First visit (create the superadmin) and login.
-import { createSignal, type JSX } from 'solid-js';
+import { createSignal, Show, type JSX } from 'solid-js';
 import { api, type User } from '../api';
 import { Button, createAction, ErrorText, Icon, submitWith, TextField, useId, type Action } from '../components';
-import { signedIn } from '../session';
+import { boot, signedIn } from '../session';
 
 interface SessionReply {
   user: User;
@@ -40,13 +40,25 @@ export function SetupPage() {
   const [lastName, setLastName] = createSignal('');
   const [password, setPassword] = createSignal('');
   const [confirm, setConfirm] = createSignal('');
+  const [setupCode, setSetupCode] = createSignal('');
   const mismatch = () => confirm() !== '' && confirm() !== password();
   const action = createAction();
+  // Production mode: the service printed a one-time code to its log (or the operator set SETUP_TOKEN).
+  const codeRequired = () => {
+    const b = boot();
+    return b.state === 'setup' && b.setupCodeRequired;
+  };
 
   const submit = async () => {
     if (password() !== confirm()) throw new Error('The passwords do not match');
     const r = await api<SessionReply>('POST', '/api/v1/admin/signup', {
-      body: { email: email(), password: password(), firstName: firstName(), lastName: lastName() || undefined },
+      body: {
+        email: email(),
+        password: password(),
+        firstName: firstName(),
+        lastName: lastName() || undefined,
+        setupCode: codeRequired() ? setupCode().trim() : undefined,
+      },
     });
     signedIn(r.user, r.csrfToken);
   };
@@ -60,6 +72,18 @@ export function SetupPage() {
       action={action}
       onSubmit={submit}
     >
+      <Show when={codeRequired()}>
+        <TextField
+          label="Setup code"
+          hint="Printed once to the service's log when it started (or the SETUP_TOKEN it was given). It proves you run this instance."
+          required
+          class="mono"
+          autocomplete="off"
+          spellcheck={false}
+          value={setupCode()}
+          onValue={setSetupCode}
+        />
+      </Show>
       <div class="row-2">
         <TextField label="First name" required autocomplete="given-name" value={firstName()} onValue={setFirstName} />
         <TextField label="Last name (optional)" autocomplete="family-name" value={lastName()} onValue={setLastName} />

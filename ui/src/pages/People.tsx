@@ -1,9 +1,12 @@
-// People (superadmin): who can log in to this UI, and adding a person with an initial
-// password that the administrator hands over. Project roles are given in each project's
-// Members tab.
+// People (superadmin): who can log in to this UI, adding a person with an initial
+// password that the administrator hands over, and containing a leaked password or a
+// departing person: reset the password, disable, enable, delete. Each of these ends the
+// person's sessions at once (the service does it, on every replica). Project roles are
+// given in each project's Members tab.
 import { createResource, createSignal, Show } from 'solid-js';
 import { api, listPeople, personName, type Person } from '../api';
-import { Badge, Button, createAction, createListView, Credential, Dialog, DialogForm, Empty, formatDate, Icon, ListTable, Loaded, PageHead, SearchBox, ShownOnce, TextField, useId, valueOf } from '../components';
+import { Badge, Button, Confirm, createAction, createListView, Credential, Dialog, DialogForm, Empty, ErrorText, formatDate, Icon, ListTable, Loaded, PageHead, SearchBox, ShownOnce, TextField, useId, valueOf } from '../components';
+import { user } from '../session';
 
 const PAGE = 20;
 
@@ -16,6 +19,15 @@ export function PeoplePage() {
     matches: (p, q) => personName(p).toLowerCase().includes(q) || p.email.includes(q),
   });
   const [creating, setCreating] = createSignal(false);
+  const [resetting, setResetting] = createSignal<Person>();
+  const [disabling, setDisabling] = createSignal<Person>();
+  const [deleting, setDeleting] = createSignal<Person>();
+  const rowAction = createAction();
+  const enable = (p: Person) =>
+    rowAction.run(async () => {
+      await api('POST', `/api/v1/users/${encodeURIComponent(p.id)}/enable`, { body: {} });
+      await refetch();
+    }, p.id);
 
   return (
     <section class="page">
@@ -31,9 +43,10 @@ export function PeoplePage() {
               </div>
             </Show>
             <Show when={list.filtered().length > 0} fallback={<Empty title="Nobody matches">Try another name or email.</Empty>}>
-              <ListTable list={list} flush label="People" columns={['Name', 'Email', 'Access', 'Added']} pager="People pages">
+              <ErrorText message={rowAction.error()} />
+              <ListTable list={list} flush label="People" columns={['Name', 'Email', 'Access', 'Added']} actions pager="People pages">
                 {(p) => (
-                  <tr data-email={p.email}>
+                  <tr data-email={p.email} classList={{ 'row-disabled': p.disabled }}>
                     <th scope="row" class="cell-title">
                       {personName(p)}
                     </th>
@@ -43,9 +56,37 @@ export function PeoplePage() {
                         <Badge tone="accent">
                           <Icon name="shield" /> administrator
                         </Badge>
+                      </Show>{' '}
+                      <Show when={p.disabled}>
+                        <Badge tone="bad">disabled</Badge>
                       </Show>
                     </td>
                     <td class="small muted-text nowrap">{formatDate(p.createdAt)}</td>
+                    <td class="col-actions">
+                      {/* Yourself: My account (your password); the last superadmin cannot be disabled or deleted. */}
+                      <Show when={p.id !== user()?.id}>
+                        <div class="row-actions">
+                          <button type="button" class="icon-btn" aria-label={`Reset password of ${p.email}`} title="Reset password" onClick={() => setResetting(p)}>
+                            <Icon name="key" />
+                          </button>
+                          <Show
+                            when={p.disabled}
+                            fallback={
+                              <button type="button" class="icon-btn" aria-label={`Disable ${p.email}`} title="Disable" onClick={() => setDisabling(p)}>
+                                <Icon name="lock" />
+                              </button>
+                            }
+                          >
+                            <Button size="sm" variant="ghost" aria-label={`Enable ${p.email}`} busy={rowAction.running() === p.id} onClick={() => void enable(p)}>
+                              Enable
+                            </Button>
+                          </Show>
+                          <button type="button" class="icon-btn danger" aria-label={`Delete ${p.email}`} title="Delete" onClick={() => setDeleting(p)}>
+                            <Icon name="trash" />
+                          </button>
+                        </div>
+                      </Show>
+                    </td>
                   </tr>
                 )}
               </ListTable>
@@ -57,7 +98,136 @@ export function PeoplePage() {
         )}
       </Loaded>
       <NewPersonDialog open={creating()} onClose={() => setCreating(false)} onCreated={() => void refetch()} />
+      <ResetPasswordDialog person={resetting()} onClose={() => setResetting(undefined)} />
+      <Confirm
+        open={disabling() !== undefined}
+        title="Disable person"
+        message={
+          <>
+            <strong>{disabling() && personName(disabling()!)}</strong> can no longer log in, and every session they hold ends now. You can enable them again later; their project roles stay.
+          </>
+        }
+        confirmLabel="Disable"
+        onClose={() => setDisabling(undefined)}
+        onConfirm={async () => {
+          await api('POST', `/api/v1/users/${encodeURIComponent(disabling()!.id)}/disable`, { body: {} });
+          await refetch();
+        }}
+      />
+      <Confirm
+        open={deleting() !== undefined}
+        title="Delete person"
+        message={
+          <>
+            Delete <strong>{deleting() && personName(deleting()!)}</strong>? Their sessions end now and their project roles go with them. The audit trail keeps what they did.
+          </>
+        }
+        typeToConfirm={deleting()?.email}
+        confirmLabel="Delete person"
+        onClose={() => setDeleting(undefined)}
+        onConfirm={async () => {
+          await api('DELETE', `/api/v1/users/${encodeURIComponent(deleting()!.id)}`, { body: {} });
+          await refetch();
+        }}
+      />
     </section>
+  );
+}
+
+/** A new password for someone else (typed or generated), then shown once to hand over. */
+function ResetPasswordDialog(props: { person: Person | undefined; onClose: () => void }) {
+  const [done, setDone] = createSignal<string>();
+  const close = () => {
+    setDone(undefined);
+    props.onClose();
+  };
+  return (
+    <Dialog open={props.person !== undefined} title={done() ? 'Password reset' : 'Reset password'} onClose={close} wide={done() !== undefined}>
+      <Show when={done()} fallback={<ResetPasswordForm person={props.person!} onDone={setDone} />}>
+        {(password) => (
+          <ShownOnce
+            warning={`Hand the new password to ${personName(props.person!)} securely.`}
+            why="In person or through a password manager, not by email or chat. It is not shown again: only a hash is stored."
+            doneLabel="Done"
+            onDone={close}
+          >
+            <Credential label="Email" value={props.person!.email} testId="reset-email" />
+            <Credential label="New password" value={password()} testId="reset-password" />
+          </ShownOnce>
+        )}
+      </Show>
+    </Dialog>
+  );
+}
+
+function ResetPasswordForm(props: { person: Person; onDone: (password: string) => void }) {
+  const [password, setPassword] = createSignal('');
+  const action = createAction();
+  const errorId = useId('rerr');
+  return (
+    <DialogForm
+      label="Reset password"
+      submitLabel="Reset password"
+      action={action}
+      errorId={errorId}
+      onSubmit={async () => {
+        await api('POST', `/api/v1/users/${encodeURIComponent(props.person.id)}/password`, { body: { newPassword: password() } });
+        props.onDone(password());
+      }}
+    >
+      <p class="muted-text">
+        Every session of <strong>{personName(props.person)}</strong> ends now; they log in again with the new password.
+      </p>
+      <PasswordField label="New password" value={password()} onValue={setPassword} invalid={action.error()?.startsWith('newPassword') === true} errorId={errorId} />
+    </DialogForm>
+  );
+}
+
+/** A password to hand over: typed or generated, shown on demand. */
+function PasswordField(props: { label: string; value: string; onValue: (v: string) => void; invalid: boolean; errorId: string }) {
+  const [show, setShow] = createSignal(false);
+  const ids = { pw: useId('ppw'), note: useId('pnote') };
+  return (
+    <div class="field">
+      <label for={ids.pw}>{props.label}</label>
+      <div class="input-with-actions">
+        <input
+          id={ids.pw}
+          class="mono"
+          type={show() ? 'text' : 'password'}
+          required
+          maxlength="256"
+          autocomplete="new-password"
+          spellcheck={false}
+          value={props.value}
+          onInput={(e) => props.onValue(e.currentTarget.value)}
+          aria-invalid={props.invalid ? 'true' : undefined}
+          aria-describedby={props.invalid ? `${ids.note} ${props.errorId}` : ids.note}
+        />
+        <button
+          type="button"
+          class="icon-btn"
+          aria-label={show() ? 'Hide password' : 'Show password'}
+          aria-pressed={show()}
+          title={show() ? 'Hide password' : 'Show password'}
+          onClick={() => setShow((v) => !v)}
+        >
+          <Icon name={show() ? 'eye-off' : 'eye'} />
+        </button>
+        <Button
+          size="sm"
+          onClick={() => {
+            props.onValue(generatePassword());
+            setShow(true);
+          }}
+        >
+          <Icon name="key" /> Generate
+        </Button>
+      </div>
+      <p class="hint" id={ids.note}>
+        At least 12 characters. Hand it over securely: in person or through a password manager, never in the same message as the email address.
+      </p>
+    </div>
   );
 }
 
@@ -123,9 +293,8 @@ function NewPersonForm(props: { onCreated: (c: Created) => void }) {
   const [firstName, setFirstName] = createSignal('');
   const [lastName, setLastName] = createSignal('');
   const [password, setPassword] = createSignal('');
-  const [showPassword, setShowPassword] = createSignal(false);
   const action = createAction();
-  const ids = { pw: useId('ppw'), note: useId('pnote'), err: useId('perr') };
+  const ids = { err: useId('perr') };
   /** Which field an API validation message is about ("email is not a valid address"). */
   const errorFor = (field: 'email' | 'firstName' | 'password') => {
     const m = action.error();
@@ -163,46 +332,7 @@ function NewPersonForm(props: { onCreated: (c: Created) => void }) {
         invalid={errorFor('email')}
         errorId={ids.err}
       />
-      <div class="field">
-        <label for={ids.pw}>Initial password</label>
-        <div class="input-with-actions">
-          <input
-            id={ids.pw}
-            class="mono"
-            type={showPassword() ? 'text' : 'password'}
-            required
-            maxlength="256"
-            autocomplete="new-password"
-            spellcheck={false}
-            value={password()}
-            onInput={(e) => setPassword(e.currentTarget.value)}
-            aria-invalid={errorFor('password') ? 'true' : undefined}
-            aria-describedby={errorFor('password') ? `${ids.note} ${ids.err}` : ids.note}
-          />
-          <button
-            type="button"
-            class="icon-btn"
-            aria-label={showPassword() ? 'Hide password' : 'Show password'}
-            aria-pressed={showPassword()}
-            title={showPassword() ? 'Hide password' : 'Show password'}
-            onClick={() => setShowPassword((v) => !v)}
-          >
-            <Icon name={showPassword() ? 'eye-off' : 'eye'} />
-          </button>
-          <Button
-            size="sm"
-            onClick={() => {
-              setPassword(generatePassword());
-              setShowPassword(true);
-            }}
-          >
-            <Icon name="key" /> Generate
-          </Button>
-        </div>
-        <p class="hint" id={ids.note}>
-          At least 12 characters. Hand it over securely: in person or through a password manager, never in the same message as the email address.
-        </p>
-      </div>
+      <PasswordField label="Initial password" value={password()} onValue={setPassword} invalid={errorFor('password')} errorId={ids.err} />
     </DialogForm>
   );
 }
