@@ -53,6 +53,9 @@ const schema = z.object({
   COOKIE_SECURE: setting(z.enum(['auto', 'always', 'never']).default('auto')),
   LOG_LEVEL: setting(z.enum(LOG_LEVELS).default('info')),
   AUDIT_HEAD_LOG_EVERY: setting(integer(1).default(1000)),
+  LOG_FORMAT: setting(z.enum(['json', 'pretty']).default('json')),
+  METRICS_PORT: setting(integer(0, 65535).optional()),
+  METRICS_HOST: setting(z.string().default('127.0.0.1')),
 });
 
 export interface Config {
@@ -77,6 +80,11 @@ export interface Config {
   logLevel: LogLevel;
   /** The audit chain's head is logged every this many entries (and at shutdown). */
   auditHeadLogEvery: number;
+  /** `json`: one JSON object per line (pino); `pretty`: one readable line, for a terminal. */
+  logFormat: 'json' | 'pretty';
+  /** Prometheus /metrics on its own listener; unset: no metrics listener. */
+  metricsPort?: number;
+  metricsHost: string;
 }
 
 export class ConfigError extends Error {}
@@ -113,6 +121,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     cookieSecure: e.COOKIE_SECURE,
     logLevel: e.LOG_LEVEL,
     auditHeadLogEvery: e.AUDIT_HEAD_LOG_EVERY,
+    logFormat: e.LOG_FORMAT,
+    metricsPort: e.METRICS_PORT,
+    metricsHost: e.METRICS_HOST,
   };
 }
 

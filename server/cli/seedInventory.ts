@@ -7,6 +7,7 @@ import { openSealed } from '../domain/sealed.js';
 import { rowItems } from '../domain/secrets.js';
 import { AppError } from '../errors.js';
 import { createServices, type Logger, type Services } from '../services.js';
+import { textLogger } from '../log.js';
 import { CliError, EXIT_OK, UsageError, callerPath, parse, type Command, type Context, type Io } from './command.js';
 import { serviceConfig } from './database.js';
 import { loadInventory, type InventoryEntry } from './inventory.js';
@@ -43,11 +44,12 @@ wrong key), 2 usage error.`;
 
 type Outcome = 'created' | 'kept' | 'placeholder';
 
-const stderrLog = (io: Io): Logger => ({
-  info: (m) => io.err(m),
-  warn: (m) => io.err(`warning: ${m}`),
-  error: (m) => io.err(`error: ${m}`),
-});
+const stderrLog = (io: Io): Logger =>
+  textLogger({
+    info: (m) => io.err(m),
+    warn: (m) => io.err(`warning: ${m}`),
+    error: (m) => io.err(`error: ${m}`),
+  }, { fields: false });
 
 export const seedInventory: Command = {
   name: 'seed-inventory',
