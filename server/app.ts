@@ -20,6 +20,7 @@ import { registerFolderRoutes } from './routes/v2/folders.js';
 import { registerLoginRoutes } from './routes/v3/auth.js';
 import { registerV3SecretRoutes } from './routes/v3/secrets.js';
 import { registerV4SecretRoutes } from './routes/v4/secrets.js';
+import { startAdminChannel } from './adminChannel.js';
 import { clientAddress } from './http/clientAddress.js';
 import type { RequestRecord } from './http/types.js';
 import type { Logger } from './log.js';
@@ -85,7 +86,10 @@ export async function startService(config: Config, log: Logger): Promise<Running
     committed: metrics.committed,
   });
   let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined;
+  let admin: Awaited<ReturnType<typeof startAdminChannel>> | undefined;
   try {
+    // Embedded database: `vault-standalone backup` asks this process (the folder admits one).
+    if (services.db.kind === 'embedded') admin = await startAdminChannel(config.dataDir, services.db, log);
     metrics.observe({
       caches: services.caches,
       crypto: services.crypto,
@@ -121,10 +125,12 @@ export async function startService(config: Config, log: Logger): Promise<Running
       async close() {
         http.close();
         await metricsServer?.close();
+        await admin?.close();
         await services.close();
       },
     };
   } catch (err) {
+    await admin?.close();
     await metricsServer?.close();
     await services.close();
     throw err;
