@@ -429,7 +429,8 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
     // Never the body or headers (they carry credentials and secret values).
     if (mapped.status >= 500) {
       logger.error(
-        { reqId: req.reqId, method: req.method, path: req.path, status: mapped.status, err: errInfo(err) },
+        // The route template, not the path: paths name projects, folders and keys.
+        { reqId: req.reqId, method: req.method, route: req.route ?? null, status: mapped.status, err: errInfo(err) },
         'request failed',
       );
     }

@@ -47,6 +47,12 @@ for (const backend of BACKENDS) {
     const reads = await Promise.all([1, 2, 3, 4].map(() => request(`${svc.url}/api/v3/secrets/raw?${q}`, { token })));
     t.ok(reads.every((r) => r.status === 200));
     t.equal((await request(`${svc.url}/api/v3/secrets/raw/GATEWAY_TOKEN?${q}`, { token })).status, 200);
+    // Two reads of the same folder version at the same moment (in-process, so they cannot
+    // be served one after the other): the second shares the first's decryption task.
+    const actor = { kind: 'identity' as const, identityId: seeded.identityId };
+    const query = { project: { slug: 'homelab' }, environment: 'prod', secretPath: '/' };
+    const [x, y] = await Promise.all([svc.services.secrets.list(actor, query), svc.services.secrets.list(actor, query)]);
+    t.equal(x.length, y.length);
     const created = await request(`${svc.url}/api/v3/secrets/raw/METRICS_KEY`, {
       method: 'POST',
       token,
@@ -76,8 +82,7 @@ for (const backend of BACKENDS) {
     t.ok(after.has('nodejs_eventloop_lag_seconds'), 'event loop metrics');
     if (backend === 'postgres+redis') t.equal(value(after, 'vault_redis_connected{bus="redis"}'), 1, 'redis connected');
     else t.notOk(text.includes('vault_redis_connected{'), 'no redis series without REDIS_URL');
-    // Four identical concurrent reads: at most one task each would be four; coalescing shares.
-    t.ok(after.has('vault_secret_reads_coalesced_total'), 'coalesced reads series present');
+    moved('vault_secret_reads_coalesced_total');
 
     // No label carries a name or an id a client chose.
     for (const name of [...Object.keys(INVENTORY), 'METRICS_KEY', 'homelab', seeded.projectId, seeded.clientId, seeded.identityId]) {
