@@ -96,12 +96,17 @@ t.test('no hard-coded architecture anywhere in the chart', async (t) => {
   t.notMatch(readRepo('chart', 'vault-standalone', 'values.yaml'), /kubernetes\.io\/arch:/);
 });
 
-t.test('SETUP_TOKEN: generated into the chart Secret once, kept on upgrade, passed by reference', async (t) => {
-  t.match(tpl('secret.yaml'), /setup-token: \{\{ include "vault-standalone\.setupToken" \. \| b64enc \| quote \}\}/);
+t.test('SETUP_TOKEN: generated once into a kept Secret outside the checksum, or an existing Secret', async (t) => {
+  const st = tpl('setup-token.yaml');
+  t.match(st, /^\{\{- if and \.Values\.setupToken\.enabled \(not \.Values\.setupToken\.existingSecret\) \}\}/);
+  t.match(st, /setup-token: \{\{ include "vault-standalone\.setupToken" \. \| b64enc \| quote \}\}/);
+  t.match(st, /helm\.sh\/resource-policy: keep/);
+  t.notMatch(tpl('secret.yaml'), /setup-token/, 'not in the Secret whose checksum rolls the pods');
+  t.notMatch(deployment, /setup-token\.yaml/, 'no checksum of it either');
   const helpers = tpl('_helpers.tpl');
-  t.match(helpers, /lookup "v1" "Secret" \.Release\.Namespace \(include "vault-standalone\.authSecretName" \.\)/);
+  t.match(helpers, /lookup "v1" "Secret" \.Release\.Namespace \(include "vault-standalone\.setupTokenSecretName" \.\)/);
   t.match(helpers, /randAlphaNum 48/);
-  t.match(deployment, /- name: SETUP_TOKEN\n\s+valueFrom:\n\s+secretKeyRef:\n\s+name: \{\{ include "vault-standalone\.authSecretName" \. \}\}\n\s+key: setup-token/);
+  t.match(deployment, /- name: SETUP_TOKEN\n\s+valueFrom:\n\s+secretKeyRef:\n\s+\{\{- if \.Values\.setupToken\.existingSecret \}\}\n\s+name: \{\{ \.Values\.setupToken\.existingSecret \| quote \}\}\n\s+key: \{\{ \.Values\.setupToken\.existingSecretKey \| quote \}\}\n\s+\{\{- else \}\}\n\s+name: \{\{ include "vault-standalone\.setupTokenSecretName" \. \}\}\n\s+key: setup-token/);
 });
 
 t.test('PKCS#11: the five settings, the PIN as a file, the module mounted read-only', async (t) => {
