@@ -170,6 +170,8 @@ export async function createServices(config: Config, log: Logger, hooks: Service
       bus,
       access,
       onCommitted: (c) => {
+        // The audit trail has the details (who, what, where); the log says that it happened.
+        log.info({ event: 'audit', auditEvents: c.events, invalidations: c.invalidations }, `change committed: ${c.events.join(', ')}`);
         heads.committed(c.events.length);
         hooks.committed?.(c);
       },

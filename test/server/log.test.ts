@@ -109,7 +109,9 @@ t.test('request log and structured events; no credential or value in any line', 
 
   // Start-up, keys, migrations, audit head, shutdown: structured events.
   const events = new Set(lines.map((l) => l.event).filter(Boolean));
-  for (const e of ['starting', 'migrations', 'keys', 'listening', 'shutdown', 'audit-head', 'stopped']) t.ok(events.has(e), `event ${e} logged`);
+  for (const e of ['starting', 'migrations', 'keys', 'listening', 'audit', 'shutdown', 'audit-head', 'stopped']) t.ok(events.has(e), `event ${e} logged`);
+  const audited = lines.filter((l) => l.event === 'audit').flatMap((l) => l.auditEvents as string[]);
+  for (const e of ['create-project', 'create-secret', 'update-secret', 'create-identity']) t.ok(audited.includes(e), `audit event ${e} logged`);
   const listening = lines.find((l) => l.event === 'listening')!;
   t.equal(listening.database, 'postgres');
   t.equal(listening.cache, 'redis');
