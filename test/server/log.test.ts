@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import { parseConfig } from '../../server/config.js';
 import { formatPretty } from '../../server/log.js';
 import { ADMIN } from '../helpers/admin.js';
 import { freshDatabase, REDIS_URL } from '../helpers/db.js';
@@ -152,4 +153,16 @@ t.test('LOG_FORMAT=pretty: one readable line per record', async (t) => {
   );
   t.equal(line, '00:00:01.234 INFO  request reqId=req-x route=/api/status status=200\n');
   t.equal(formatPretty('not json'), 'not json\n');
+});
+
+t.test('LOG_FORMAT, METRICS_PORT and METRICS_HOST settings', async (t) => {
+  const base = { ENCRYPTION_KEY: randomBytes(16).toString('hex'), AUTH_SECRET: randomBytes(32).toString('base64') };
+  const c = parseConfig(base);
+  t.equal(c.logFormat, 'json');
+  t.equal(c.metricsPort, undefined, 'no metrics listener by default');
+  t.equal(c.metricsHost, '127.0.0.1', 'loopback by default');
+  const set = parseConfig({ ...base, LOG_FORMAT: 'pretty', METRICS_PORT: '9464', METRICS_HOST: '0.0.0.0' });
+  t.same([set.logFormat, set.metricsPort, set.metricsHost], ['pretty', 9464, '0.0.0.0']);
+  t.throws(() => parseConfig({ ...base, LOG_FORMAT: 'xml' }), /invalid LOG_FORMAT/);
+  t.throws(() => parseConfig({ ...base, METRICS_PORT: '70000' }), /invalid METRICS_PORT/);
 });
