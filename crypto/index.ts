@@ -25,6 +25,17 @@ export interface CryptoOptions {
    * fails with KEY_UNAVAILABLE: the process should exit and be started again.
    */
   onFatal?: () => void;
+  /** Called after each worker task with its operation and its time from submission to answer (queue wait included), for metrics. */
+  onTask?: (op: string, seconds: number) => void;
+}
+
+/** The pool's state right now, for metrics: never a key, a value or an aad. */
+export interface CryptoPoolStats {
+  /** Tasks waiting for a free worker. */
+  queueSize: number;
+  threads: number;
+  /** Share of the pool's capacity used since start (piscina's utilization, 0..1). */
+  utilization: number;
 }
 
 export type CryptoErrorCode = ErrorCode;
@@ -66,6 +77,7 @@ export interface Crypto {
   /** False on a wrong password and on a malformed or non-argon2id hash; never throws. */
   verifyPassword(hash: string, password: string): Promise<boolean>;
   readonly rootKeyVersion: number;
+  poolStats(): CryptoPoolStats;
   close(): Promise<void>;
 }
 
@@ -94,7 +106,7 @@ export async function createCrypto(opts: CryptoOptions): Promise<Crypto> {
   for (let i = 0; i < threads; i++) copies.push(keyBytes(rootKeys));
   const versions = rootKeys.map((k) => k.version);
 
-  const crypto = new PooledCrypto(new Piscina(poolOptions(threads)), rootKeyVersion, opts.onFatal);
+  const crypto = new PooledCrypto(new Piscina(poolOptions(threads)), rootKeyVersion, opts.onFatal, opts.onTask);
   try {
     await crypto.handOver(copies, versions);
   } catch (err) {
@@ -141,15 +153,22 @@ export function poolOptions(threads: number) {
 class PooledCrypto implements Crypto {
   readonly #pool: Piscina;
   readonly #onFatal: (() => void) | undefined;
+  readonly #onTask: ((op: string, seconds: number) => void) | undefined;
   // starting → running → (failed →) closed; failed and closed refuse every call.
   #state: 'starting' | 'running' | 'failed' | 'closed' = 'starting';
   #stopping: Promise<void> | undefined;
   readonly rootKeyVersion: number;
 
-  constructor(pool: Piscina, rootKeyVersion: number, onFatal: (() => void) | undefined) {
+  constructor(
+    pool: Piscina,
+    rootKeyVersion: number,
+    onFatal: (() => void) | undefined,
+    onTask: ((op: string, seconds: number) => void) | undefined,
+  ) {
     this.#pool = pool;
     this.rootKeyVersion = rootKeyVersion;
     this.#onFatal = onFatal;
+    this.#onTask = onTask;
     // Piscina replaces a lost worker (crash, exit, termination) with a new one; an
     // 'error' is a worker failing outside any task. Either way a keyed worker is gone.
     pool.on('workerDestroy', () => this.#workerLost());
@@ -194,8 +213,10 @@ class PooledCrypto implements Crypto {
   async #run<K extends Task['op']>(task: Extract<Task, { op: K }>, transferList: ArrayBuffer[] = []): Promise<Results[K]> {
     if (this.#state === 'failed' || this.#state === 'closed') throw new CryptoError('KEY_UNAVAILABLE');
     let result: Results[K] | Failure;
+    const started = this.#onTask === undefined ? 0 : performance.now();
     try {
       result = await this.#pool.run(task, { transferList });
+      if (this.#onTask !== undefined) this.#onTask(task.op, (performance.now() - started) / 1000);
     } catch (err) {
       // The pool itself failed (worker lost, pool closed). The worker returns
       // rather than throws, so no task input is in this error.
@@ -249,6 +270,11 @@ class PooledCrypto implements Crypto {
     } catch {
       return false;
     }
+  }
+
+  poolStats(): CryptoPoolStats {
+    const pool = this.#pool;
+    return { queueSize: pool.queueSize, threads: pool.threads.length, utilization: pool.utilization };
   }
 
   async close(): Promise<void> {

@@ -20,10 +20,18 @@ import { registerFolderRoutes } from './routes/v2/folders.js';
 import { registerLoginRoutes } from './routes/v3/auth.js';
 import { registerV3SecretRoutes } from './routes/v3/secrets.js';
 import { registerV4SecretRoutes } from './routes/v4/secrets.js';
-import { createServices, type Logger, type Services } from './services.js';
+import { startAdminChannel } from './adminChannel.js';
+import { clientAddress } from './http/clientAddress.js';
+import type { RequestRecord } from './http/types.js';
+import type { Logger } from './log.js';
+import { createMetrics, serveMetrics, type Metrics } from './metrics.js';
+import { createServices, type Services } from './services.js';
 
 export interface RunningService {
   port: number;
+  /** The metrics listener's port, when METRICS_PORT is set. */
+  metricsPort?: number;
+  metrics: Metrics;
   services: Services;
   /** Every declared route (method, path, who may call it, its schemas). */
   routes: Api['routes'];
@@ -52,27 +60,78 @@ const ROUTE_MODULES: ReadonlyArray<(api: Api, svc: Services) => void> = [
   registerOpenApiRoute,
 ];
 
+/**
+ * The request log line: what was asked of which route, by whom, from where, and how it
+ * ended. Never the raw path (it carries project, folder and key names), the query
+ * string, a header or a body.
+ */
+export function requestLogFields(r: RequestRecord): Record<string, unknown> {
+  return {
+    reqId: r.reqId,
+    method: r.method,
+    route: r.route ?? null,
+    status: r.status,
+    durationMs: Math.round(r.durationMs * 1000) / 1000,
+    actorKind: r.actor?.kind ?? null,
+    actorId: r.actor?.id ?? null,
+    client: clientAddress(r.req),
+  };
+}
+
 export async function startService(config: Config, log: Logger): Promise<RunningService> {
-  const services = await createServices(config, log);
+  const metrics = createMetrics();
+  const services = await createServices(config, log, {
+    cryptoTask: metrics.cryptoTask,
+    coalescedRead: metrics.coalescedRead,
+    committed: metrics.committed,
+  });
+  let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined;
+  let admin: Awaited<ReturnType<typeof startAdminChannel>> | undefined;
   try {
+    // Embedded database: `vault-standalone backup` asks this process (the folder admits one).
+    if (services.db.kind === 'embedded') admin = await startAdminChannel(config.dataDir, services.db, log);
+    metrics.observe({
+      caches: services.caches,
+      crypto: services.crypto,
+      bus: services.bus,
+      dbPoolMax: services.db.sql.options.max,
+    });
     const http = createHttpServer({
       maxBodyBytes: config.maxBodyBytes,
-      logger: { error: (obj: Record<string, unknown>, msg: string) => log.error(`${msg} ${JSON.stringify(obj)}`) },
+      logger: { error: (obj: Record<string, unknown>, msg: string) => log.error(obj, msg) },
       onNotFound: loadStaticUi()?.handler,
+      onResponse: (r) => {
+        metrics.request(r);
+        // 5xx are logged by the front with their error; every answer gets this line.
+        log.info(requestLogFields(r), 'request');
+      },
     });
     const api = createApi(http.router, services.auth);
     for (const register of ROUTE_MODULES) register(api, services);
+    if (config.metricsPort !== undefined) {
+      metricsServer = await serveMetrics(metrics, config.metricsPort, config.metricsHost);
+      log.info(
+        { event: 'metrics', host: config.metricsHost, port: metricsServer.port },
+        `metrics on http://${config.metricsHost}:${metricsServer.port}/metrics`,
+      );
+    }
     const port = await http.listen(config.port, config.host);
     return {
       port,
+      metricsPort: metricsServer?.port,
+      metrics,
       services,
       routes: api.routes,
       async close() {
         http.close();
+        await metricsServer?.close();
+        await admin?.close();
         await services.close();
       },
     };
   } catch (err) {
+    await admin?.close();
+    await metricsServer?.close();
     await services.close();
     throw err;
   }

@@ -54,6 +54,9 @@ const schema = z.object({
   LOG_LEVEL: setting(z.enum(LOG_LEVELS).default('info')),
   AUDIT_HEAD_LOG_EVERY: setting(integer(1).default(1000)),
   SETUP_TOKEN: setting(z.string().trim().min(16, 'must be at least 16 characters').max(256, 'must be at most 256 characters').optional()),
+  LOG_FORMAT: setting(z.enum(['json', 'pretty']).default('json')),
+  METRICS_PORT: setting(integer(0, 65535).optional()),
+  METRICS_HOST: setting(z.string().default('127.0.0.1')),
 });
 
 export interface Config {
@@ -83,6 +86,11 @@ export interface Config {
    * Deleted by createServices once it holds the code's hash.
    */
   setupToken?: string;
+  /** `json`: one JSON object per line (pino); `pretty`: one readable line, for a terminal. */
+  logFormat: 'json' | 'pretty';
+  /** Prometheus /metrics on its own listener; unset: no metrics listener. */
+  metricsPort?: number;
+  metricsHost: string;
 }
 
 /**
@@ -128,6 +136,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     logLevel: e.LOG_LEVEL,
     auditHeadLogEvery: e.AUDIT_HEAD_LOG_EVERY,
     setupToken: e.SETUP_TOKEN,
+    logFormat: e.LOG_FORMAT,
+    metricsPort: e.METRICS_PORT,
+    metricsHost: e.METRICS_HOST,
   };
 }
 

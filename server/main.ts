@@ -1,20 +1,8 @@
 // Entry point: configuration, then the service. Every start-up failure ends the
 // process with a message a person can act on and a non-zero exit code.
-import { ConfigError, LOG_LEVELS, parseConfig, withDevelopmentKeys, type LogLevel } from './config.js';
+import { ConfigError, parseConfig, withDevelopmentKeys } from './config.js';
 import { startService } from './app.js';
-import type { Logger } from './services.js';
-
-/** Lines below `level` are dropped (the service logs nothing finer than info today). */
-function logger(level: LogLevel): Logger {
-  const min = LOG_LEVELS.indexOf(level);
-  const on = (l: LogLevel) => LOG_LEVELS.indexOf(l) >= min;
-  const drop = () => {};
-  return {
-    info: on('info') ? (m) => console.log(`[vault] ${m}`) : drop,
-    warn: on('warn') ? (m) => console.warn(`[vault] WARN ${m}`) : drop,
-    error: on('error') ? (m) => console.error(`[vault] ERROR ${m}`) : drop,
-  };
-}
+import { createLogger } from './log.js';
 
 function fail(message: string): never {
   console.error(message);
@@ -38,7 +26,8 @@ async function main() {
   // The keys now live in `config` only; child processes and workers must not inherit them.
   delete process.env.ENCRYPTION_KEY;
   delete process.env.AUTH_SECRET;
-  const log = logger(config.logLevel);
+  // Lines below LOG_LEVEL are dropped; start-up failures (fail()) are always printed.
+  const log = createLogger({ level: config.logLevel, format: config.logFormat });
 
   if (prepared.generated) {
     const bar = '!'.repeat(78);
@@ -50,23 +39,35 @@ async function main() {
         `${bar}`,
     );
   } else if (prepared.loaded) {
-    log.warn(`using development keys from ${prepared.loaded} (back it up; not for production)`);
+    log.warn({ event: 'keys', file: prepared.loaded }, `using development keys from ${prepared.loaded} (back it up; not for production)`);
   }
 
-  const service = await startService(config, log).catch((err: Error) => fail(err.message));
+  log.info({ event: 'starting', nodeEnv: config.nodeEnv, node: process.version }, 'starting');
+  const service = await startService(config, log).catch((err: Error) => {
+    log.error({ event: 'start-failed', err: err.message }, 'start-up failed');
+    return fail(err.message);
+  });
+  const database = service.services.db.kind;
+  const cache = service.services.bus.kind === 'redis' ? 'redis' : 'in-process';
   log.info(
-    `listening on http://${config.host}:${service.port} ` +
-      `(database: ${service.services.db.kind}, cache: ${service.services.bus.kind === 'redis' ? 'redis' : 'in-process'})`,
+    { event: 'listening', host: config.host, port: service.port, database, cache },
+    `listening on http://${config.host}:${service.port} (database: ${database}, cache: ${cache})`,
   );
 
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    log.info(`${signal} received, shutting down`);
+    log.info({ event: 'shutdown', signal }, `${signal} received, shutting down`);
     service.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
+      () => {
+        log.info({ event: 'stopped' }, 'stopped');
+        process.exit(0);
+      },
+      (err: Error) => {
+        log.error({ event: 'stopped', err: err.message }, 'shutdown failed');
+        process.exit(1);
+      },
     );
   };
   process.on('SIGINT', () => stop('SIGINT'));

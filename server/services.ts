@@ -18,7 +18,8 @@ import { identitiesDomain, type IdentitiesDomain } from './domain/identities.js'
 import { openKeyring, type Keyring } from './domain/keyring.js';
 import { machineAuth, type MachineAuth } from './domain/machineAuth.js';
 import { membershipsDomain, type MembershipsDomain } from './domain/memberships.js';
-import { writePipeline, type WritePipeline } from './domain/pipeline.js';
+import { writePipeline, type CommittedChange, type WritePipeline } from './domain/pipeline.js';
+import type { Logger } from './log.js';
 import { projectsDomain, type ProjectsDomain } from './domain/projects.js';
 import { secretVersionsDomain, type SecretVersionsDomain } from './domain/secretVersions.js';
 import { secretsDomain, type SecretsDomain } from './domain/secrets.js';
@@ -53,10 +54,13 @@ export interface Services {
 
 export const CRYPTO_WORKER_LOST = 'a crypto worker stopped; exiting so the service restarts with its keys';
 
-export interface Logger {
-  info(msg: string): void;
-  warn(msg: string): void;
-  error(msg: string): void;
+export type { Logger } from './log.js';
+
+/** What the service reports to metrics as it runs (never a value, a name or a key). */
+export interface ServiceHooks {
+  cryptoTask?(op: string, seconds: number): void;
+  coalescedRead?(): void;
+  committed?(c: CommittedChange): void;
 }
 
 /** Access-token rows are kept this long after revocation or expiry (for inspection), then deleted. */
@@ -113,12 +117,13 @@ async function firstVisitCode(config: Config, store: Store, log: Logger): Promis
   return setupCode(code);
 }
 
-export interface ServiceOptions {
+export interface ServiceOptions extends ServiceHooks {
   /** The first visit's setup code (false for the CLI: only the service serves signups). */
   firstVisit?: boolean;
 }
 
 export async function createServices(config: Config, log: Logger, opts: ServiceOptions = {}): Promise<Services> {
+  const hooks: ServiceHooks = opts;
   const cleanups: Array<() => Promise<void>> = [];
   const close = async () => {
     for (const c of cleanups.reverse()) await c().catch(() => {});
@@ -128,11 +133,12 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       databaseUrl: config.databaseUrl,
       dataDir: config.dataDir,
       waitMs: config.dbWaitMs,
-      log: (m) => log.warn(m),
+      log: (m) => log.warn({ event: 'database-wait' }, m),
     });
     cleanups.push(() => db.close());
     const applied = await migrate(db.sql);
-    if (applied.length) log.info(`applied database migrations ${applied.join(', ')}`);
+    if (applied.length) log.info({ event: 'migrations', applied }, `applied database migrations ${applied.join(', ')}`);
+    else log.info({ event: 'migrations', applied }, 'database schema up to date');
     // Keyless until the audit key is open: it only reads keys and creates them.
     const boot = createStore(db.sql);
 
@@ -145,9 +151,10 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       threads: config.cryptoThreads,
       // A lost worker cannot be re-keyed in this process; a restart loads the keys again.
       onFatal: () => {
-        log.error(CRYPTO_WORKER_LOST);
+        log.error({ event: 'crypto-worker-lost' }, CRYPTO_WORKER_LOST);
         process.exit(1);
       },
+      onTask: hooks.cryptoTask,
     });
     cleanups.push(() => crypto.close());
     // The workers hold the key now. Drop the main thread's references to the string
@@ -155,23 +162,31 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
     delete (config as Partial<Config>).encryptionKey;
     delete process.env.ENCRYPTION_KEY;
     const keyring = await openKeyring(boot, crypto);
+    log.info(
+      { event: 'keys', rootKeyVersion: crypto.rootKeyVersion, cryptoThreads: crypto.poolStats().threads },
+      `root key version ${crypto.rootKeyVersion} loaded into ${crypto.poolStats().threads} crypto worker(s); canary opened`,
+    );
     const store = createStore(db.sql, { auditKey: await openAuditKey(boot, crypto) });
     // Said at every start: the evidence stays in the anchor, the service keeps serving.
-    if ((await store.audit.anchor())?.trailMissing) log.error(TRAIL_MISSING_WARNING);
-    const heads = auditHeadLog({ store, log: (line) => log.info(line), every: config.auditHeadLogEvery });
+    if ((await store.audit.anchor())?.trailMissing) log.error({ event: 'audit-trail-missing' }, TRAIL_MISSING_WARNING);
+    const heads = auditHeadLog({
+      store,
+      log: (line, head) => log.info({ event: 'audit-head', entries: head.entries, lastId: head.lastId, mac: head.mac }, line),
+      every: config.auditHeadLogEvery,
+    });
     // The last head before the database closes, for the log store.
     cleanups.push(() => heads.emit());
 
     const sweep = periodically(ACCESS_TOKEN_SWEEP_MS, async () => {
       const deleted = await sweepAccessTokens(db.sql, { graceSeconds: ACCESS_TOKEN_GRACE_SECONDS });
-      if (deleted > 0) log.info(`access tokens: deleted ${deleted} revoked or expired more than a day ago`);
-    }, (err) => log.warn(`access tokens: sweep failed (${describe(err)}); retrying later`));
+      if (deleted > 0) log.info({ event: 'access-token-sweep', deleted }, `access tokens: deleted ${deleted} revoked or expired more than a day ago`);
+    }, (err) => log.warn({ event: 'access-token-sweep', err: describe(err) }, `access tokens: sweep failed (${describe(err)}); retrying later`));
     cleanups.push(sweep.stop);
 
     const namespace = config.redisUrl ? (await store.organizations.ensureDefault()).id : undefined;
     // Start-up waits for Redis as it does for the database (the chart starts both beside the service).
     const bus = config.redisUrl
-      ? await redisBus(config.redisUrl, { namespace, waitMs: config.dbWaitMs, log: (m) => log.warn(m) })
+      ? await redisBus(config.redisUrl, { namespace, waitMs: config.dbWaitMs, log: (m) => log.warn({ event: 'redis' }, m) })
       : memoryBus();
     cleanups.push(() => bus.close());
     // AUTH_SECRET's bytes are zeroed once its per-purpose keys exist; the field goes too.
@@ -179,7 +194,17 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
     delete (config as Partial<Config>).authSecret;
     const caches = createCaches(bus);
     const access = accessControl({ store, caches });
-    const changes = writePipeline({ store, bus, access, onCommitted: (c) => heads.committed(c.events.length) });
+    const changes = writePipeline({
+      store,
+      bus,
+      access,
+      onCommitted: (c) => {
+        // The audit trail has the details (who, what, where); the log says that it happened.
+        log.info({ event: 'audit', auditEvents: c.events, invalidations: c.invalidations }, `change committed: ${c.events.join(', ')}`);
+        heads.committed(c.events.length);
+        hooks.committed?.(c);
+      },
+    });
     const snapshots = folderSnapshots({ store, caches });
     const lockout = { maxAttempts: config.loginMaxAttempts, seconds: config.loginLockoutSeconds };
     const firstVisit = opts.firstVisit === false ? undefined : await firstVisitCode(config, store, log);
@@ -208,7 +233,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       users,
       auth: authenticator({ machineAuth: machine, users }),
       config: { sessionTtlSeconds: config.sessionTtlSeconds, cookieSecure: config.cookieSecure },
-      secrets: secretsDomain({ store, crypto, access, snapshots, changes }),
+      secrets: secretsDomain({ store, crypto, access, snapshots, changes, onCoalescedRead: hooks.coalescedRead }),
       secretVersions: secretVersionsDomain({ store, crypto, access, changes }),
       exports: exportDomain({ crypto, access, snapshots, changes }),
       projects: projectsDomain({ store, crypto, access, changes }),

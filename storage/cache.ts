@@ -325,6 +325,9 @@ export class ReadThroughCache<V> {
 
   private epoch: number;
 
+  /** Since start, for metrics: answered from the cache (or a load already in flight), loaded, or bypassed (bus not live). */
+  readonly counts = { hits: 0, misses: 0, bypassed: 0 };
+
   constructor(
     private readonly maxEntries = 10_000,
     private readonly ttlMs = 60_000,
@@ -337,16 +340,26 @@ export class ReadThroughCache<V> {
     if (this.feed) {
       // Not shared with other callers either: a load started before a change committed
       // must not answer a request that came after it.
-      if (!this.feed.live) return load();
+      if (!this.feed.live) {
+        this.counts.bypassed++;
+        return load();
+      }
       if (this.feed.epoch !== this.epoch) {
         this.clear();
         this.epoch = this.feed.epoch;
       }
     }
     const hit = this.entries.get(key);
-    if (hit && hit.expires > Date.now()) return hit.value;
+    if (hit && hit.expires > Date.now()) {
+      this.counts.hits++;
+      return hit.value;
+    }
     const pending = this.inflight.get(key);
-    if (pending) return pending;
+    if (pending) {
+      this.counts.hits++;
+      return pending;
+    }
+    this.counts.misses++;
     const startGen = this.generation;
     const startKeyGen = this.keyGenerations.get(key) ?? 0;
     const p = load().then(

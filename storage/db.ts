@@ -1,6 +1,6 @@
 // One SQL dialect: postgres.js talks either to a real PostgreSQL (DATABASE_URL) or to
 // an embedded PGlite database served on a private unix socket, through the same driver.
-import { mkdir, open, readFile, rm } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import postgres from 'postgres';
 
@@ -12,6 +12,12 @@ export type Queryable = Sql | Tx;
 export interface Database {
   sql: Sql;
   kind: 'postgres' | 'embedded';
+  /**
+   * Embedded only: a gzipped tar of the database folder, taken while no transaction is
+   * open (the pool's one connection is reserved) right after a CHECKPOINT, and while no
+   * other statement can run (PGlite's query lock). See docs/operations.md, backups.
+   */
+  backup?(): Promise<Uint8Array>;
   close(): Promise<void>;
 }
 
@@ -176,5 +182,41 @@ async function connectEmbedded(opts: ConnectOptions): Promise<Database> {
     await close().catch(() => {});
     throw err;
   }
-  return { sql, kind: 'embedded', close };
+  const backup = async (): Promise<Uint8Array> => {
+    // The pool has one connection: reserving it waits for any transaction in flight to
+    // end and keeps the next one out until the dump is taken.
+    const reserved = await sql.reserve();
+    try {
+      await reserved`checkpoint`;
+      const tar = await started.db.dumpDataDir('gzip');
+      return new Uint8Array(await tar.arrayBuffer());
+    } finally {
+      reserved.release();
+    }
+  };
+  return { sql, kind: 'embedded', backup, close };
+}
+
+/**
+ * Restores an embedded backup (backup()'s bytes) into `dataDir`, which must not hold a
+ * database yet. The folder is locked meanwhile, as a running service locks it.
+ */
+export async function restoreEmbedded(dataDir: string, backup: Uint8Array): Promise<void> {
+  const { PGlite } = await import('@electric-sql/pglite');
+  const root = resolve(dataDir);
+  const dbDir = join(root, 'pglite');
+  const sockDir = join(root, 'run');
+  await mkdir(sockDir, { recursive: true, mode: 0o700 });
+  const unlock = await lockEmbedded(root, join(sockDir, 'embedded.pid'));
+  try {
+    const existing = await readdir(dbDir).catch(() => [] as string[]);
+    if (existing.length > 0) throw new EmbeddedDatabaseInUseError(`${dbDir} already holds a database: restore into an empty DATA_DIR`);
+    await mkdir(dbDir, { recursive: true, mode: 0o700 });
+    const db = await PGlite.create(dbDir, { loadDataDir: new Blob([backup]) });
+    // Opens the restored database once (recovery from the checkpoint happens here) and checks it answers.
+    await db.query('select 1');
+    await db.close();
+  } finally {
+    await unlock();
+  }
 }

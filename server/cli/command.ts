@@ -2,6 +2,7 @@
 // exit codes, and the two error kinds a command throws instead of exiting itself.
 import { resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { textLogger, type Logger } from '../log.js';
 
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
@@ -78,3 +79,14 @@ export function refuseKeyLikeArguments(argv: string[]): void {
 export function callerPath(env: Record<string, string | undefined>, path: string): string {
   return resolve(env.INIT_CWD || process.cwd(), path);
 }
+
+/** The service's log as plain lines on stderr, for commands that start the services. */
+export const stderrLog = (io: Io): Logger =>
+  textLogger(
+    {
+      info: (m) => io.err(m),
+      warn: (m) => io.err(`warning: ${m}`),
+      error: (m) => io.err(`error: ${m}`),
+    },
+    { fields: false },
+  );

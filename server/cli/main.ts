@@ -2,13 +2,14 @@
 // The operator's command line: `vault-standalone <command> [options]`.
 // Exit codes: 0 ok, 1 failure, 2 usage error.
 import { auditVerify } from './auditVerify.js';
+import { backup, restore } from './backup.js';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Command, type Io } from './command.js';
 import { generateBootstrap } from './generateBootstrap.js';
 import { resetPassword } from './resetPassword.js';
 import { rotateKey } from './rotateKey.js';
 import { seedInventory } from './seedInventory.js';
 
-const COMMANDS: Command[] = [generateBootstrap, seedInventory, rotateKey, auditVerify, resetPassword];
+const COMMANDS: Command[] = [generateBootstrap, seedInventory, rotateKey, auditVerify, resetPassword, backup, restore];
 
 function usage(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));

@@ -5,8 +5,8 @@
 import { randomInt } from 'node:crypto';
 import { SYSTEM } from '../domain/access.js';
 import { AppError } from '../errors.js';
-import { createServices, type Logger, type Services } from '../services.js';
-import { CliError, EXIT_OK, UsageError, parse, type Command, type Context, type Io } from './command.js';
+import { createServices, type Services } from '../services.js';
+import { CliError, EXIT_OK, UsageError, parse, stderrLog, type Command, type Context } from './command.js';
 import { serviceConfig } from './database.js';
 
 const HELP = `Usage: vault-standalone reset-password --email EMAIL [--password-stdin]
@@ -46,11 +46,6 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
 }
 
-const stderrLog = (io: Io): Logger => ({
-  info: (m) => io.err(m),
-  warn: (m) => io.err(`warning: ${m}`),
-  error: (m) => io.err(`error: ${m}`),
-});
 
 export const resetPassword: Command = {
   name: 'reset-password',

@@ -6,8 +6,8 @@ import { normaliseSecretPath } from '../domain/paths.js';
 import { openSealed } from '../domain/sealed.js';
 import { rowItems } from '../domain/secrets.js';
 import { AppError } from '../errors.js';
-import { createServices, type Logger, type Services } from '../services.js';
-import { CliError, EXIT_OK, UsageError, callerPath, parse, type Command, type Context, type Io } from './command.js';
+import { createServices, type Services } from '../services.js';
+import { CliError, EXIT_OK, UsageError, callerPath, parse, stderrLog, type Command, type Context, type Io } from './command.js';
 import { serviceConfig } from './database.js';
 import { loadInventory, type InventoryEntry } from './inventory.js';
 import { DEFAULT_PLACEHOLDER, RULE_DESCRIPTIONS, generate } from './rules.js';
@@ -43,11 +43,6 @@ wrong key), 2 usage error.`;
 
 type Outcome = 'created' | 'kept' | 'placeholder';
 
-const stderrLog = (io: Io): Logger => ({
-  info: (m) => io.err(m),
-  warn: (m) => io.err(`warning: ${m}`),
-  error: (m) => io.err(`error: ${m}`),
-});
 
 export const seedInventory: Command = {
   name: 'seed-inventory',

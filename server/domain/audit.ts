@@ -117,12 +117,15 @@ export const headLine = (h: AuditHeadSummary) =>
  * `audit-verify --recorded-head` checks, so a rollback of the whole trail with its anchor
  * shows. The head is read from the anchor row (the one the MAC covers), never recomputed.
  */
-export function auditHeadLog(deps: { store: Pick<Store, 'audit'>; log: (line: string) => void; every: number }) {
+export function auditHeadLog(deps: { store: Pick<Store, 'audit'>; log: (line: string, head: AuditHeadSummary) => void; every: number }) {
   const { store, log, every } = deps;
   let appended = 0;
   async function emit() {
     const a = await store.audit.anchor();
-    if (a) log(headLine(headSummary({ ...a })));
+    if (a) {
+      const head = headSummary({ ...a });
+      log(headLine(head), head);
+    }
   }
   return {
     /** Called after each committed change with the number of entries it appended. */

@@ -52,6 +52,10 @@ export interface ProjectGrant extends Grant {
 export interface CommittedChange {
   events: readonly string[];
   invalidations: number;
+  /** Seconds each audit append took inside the transaction. */
+  auditAppendSeconds: readonly number[];
+  /** Seconds each invalidation took to be applied by every replica (publish() resolving). */
+  publishSeconds: readonly number[];
 }
 
 export interface PipelineDeps {
@@ -76,12 +80,16 @@ export function writePipeline(deps: PipelineDeps) {
       async run<T>(body: (c: Change) => Promise<T>): Promise<T> {
         const pending = new Map<string, [Topic, string]>();
         const events: string[] = [];
+        const auditAppendSeconds: number[] = [];
+        const publishSeconds: number[] = [];
         let who = actor;
         const result = await store.transaction(async (s) => {
           const change: Change = {
             s,
             async audit(entry) {
+              const started = performance.now();
               await s.audit.append(s.tx, { ...entry, ...who, ip: origin.ip ?? null });
+              auditAppendSeconds.push((performance.now() - started) / 1000);
               events.push(entry.eventType);
             },
             invalidate(topic, key) {
@@ -97,8 +105,12 @@ export function writePipeline(deps: PipelineDeps) {
         });
         // After the commit, in the order queued: the change is durable before any replica
         // is told to drop what it cached (a replica reloading earlier would cache the old rows).
-        for (const [topic, key] of pending.values()) await bus.publish(topic, key);
-        onCommitted?.({ events, invalidations: pending.size });
+        for (const [topic, key] of pending.values()) {
+          const started = performance.now();
+          await bus.publish(topic, key);
+          publishSeconds.push((performance.now() - started) / 1000);
+        }
+        onCommitted?.({ events, invalidations: pending.size, auditAppendSeconds, publishSeconds });
         return result;
       },
     };

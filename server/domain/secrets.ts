@@ -119,6 +119,8 @@ export interface SecretsDeps {
   access: Pick<AccessControl, 'authorize' | 'environment'>;
   snapshots: FolderSnapshots;
   changes: Pick<WritePipeline, 'inProject'>;
+  /** Called when a read shares a decryption task already under way (metrics). */
+  onCoalescedRead?: () => void;
 }
 
 /** What every secret write names: where, and the request it came from. */
@@ -166,6 +168,7 @@ export function secretsDomain(deps: SecretsDeps) {
 
   function openSnapshot(project: ProjectRecord, env: EnvironmentRow, snap: FolderSnapshot): Promise<string[]> {
     let p = opening.get(snap);
+    if (p) deps.onCoalescedRead?.();
     if (!p) {
       p = openSealed(crypto, project, rowItems(project, env, snap.rows));
       opening.set(snap, p);

@@ -6,7 +6,7 @@ import { randomFillSync } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { HttpRequest as UwsRequest, HttpResponse as UwsResponse, TemplatedApp, us_listen_socket, us_socket } from 'uWebSockets.js';
 import { AppError, toErrorBody } from '../errors.js';
-import type { Handler, HttpReply, HttpRequest, Method, Router } from './types.js';
+import type { Handler, HttpReply, HttpRequest, Method, RequestRecord, Router } from './types.js';
 import { uws } from './uws.js';
 
 export interface HttpLogger {
@@ -25,6 +25,11 @@ export interface HttpServerOptions {
   onNotFound?: Handler;
   /** Extra or replacement response headers sent on every response (merged over the defaults). */
   securityHeaders?: Record<string, string>;
+  /**
+   * Called once per request after its answer was written (or the client went away: 499),
+   * for the request log and the metrics. Must not throw.
+   */
+  onResponse?: (record: RequestRecord) => void;
 }
 
 export interface HttpServer {
@@ -85,6 +90,10 @@ class PlainRequest implements HttpRequest {
   headers: Record<string, string>;
   body: Buffer;
   remoteAddress: string;
+  route: string | undefined;
+  actor: { kind: string; id: string } | undefined;
+  /** performance.now() when the request arrived. */
+  readonly start: number;
   private rawQuery: string;
   private parsedQuery: URLSearchParams | undefined;
 
@@ -96,6 +105,9 @@ class PlainRequest implements HttpRequest {
     this.headers = headers;
     this.body = EMPTY_BODY;
     this.remoteAddress = remoteAddress;
+    this.route = undefined;
+    this.actor = undefined;
+    this.start = performance.now();
     this.rawQuery = rawQuery;
     this.parsedQuery = undefined;
   }
@@ -118,10 +130,11 @@ class Exchange {
   head = false;
   readonly onAborted: () => void;
 
-  constructor(res: UwsResponse, req: PlainRequest) {
+  constructor(res: UwsResponse, req: PlainRequest, report: ((ex: Exchange, status: number) => void) | undefined) {
     this.res = res;
     this.req = req;
     this.onAborted = () => {
+      if (!this.done && report !== undefined) report(this, 499);
       this.done = true;
     };
   }
@@ -343,6 +356,26 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
   if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes < 0) throw new Error(`Invalid maxBodyBytes: ${maxBodyBytes}`);
   const logger = opts.logger ?? defaultLogger();
   const onNotFound = opts.onNotFound;
+  const onResponse = opts.onResponse;
+  const report =
+    onResponse === undefined
+      ? undefined
+      : (ex: Exchange, status: number) => {
+          const req = ex.req;
+          try {
+            onResponse({
+              reqId: req.reqId,
+              method: ex.head ? 'HEAD' : req.method,
+              route: req.route,
+              status,
+              durationMs: performance.now() - req.start,
+              actor: req.actor,
+              req,
+            });
+          } catch {
+            // A broken log sink must not break answering.
+          }
+        };
   const security = Object.entries({ ...DEFAULT_SECURITY_HEADERS, ...opts.securityHeaders }).map(
     ([k, v]) => [k, v] as const,
   );
@@ -386,6 +419,7 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
       wExtra = undefined;
       wBody = undefined;
     }
+    if (report !== undefined) report(ex, status);
   }
 
   function sendError(ex: Exchange, err: unknown, close = false): void {
@@ -395,7 +429,8 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
     // Never the body or headers (they carry credentials and secret values).
     if (mapped.status >= 500) {
       logger.error(
-        { reqId: req.reqId, method: req.method, path: req.path, status: mapped.status, err: errInfo(err) },
+        // The route template, not the path: paths name projects, folders and keys.
+        { reqId: req.reqId, method: req.method, route: req.route ?? null, status: mapped.status, err: errInfo(err) },
         'request failed',
       );
     }
@@ -500,7 +535,7 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
       headers,
       Buffer.from(res.getRemoteAddressAsText()).toString(),
     );
-    const ex = new Exchange(res, request);
+    const ex = new Exchange(res, request, report);
     ex.head = head;
     res.onAborted(ex.onAborted);
 

@@ -17,6 +17,24 @@ export interface HttpRequest {
   /** Raw body bytes, already capped; empty Buffer when there was none. */
   body: Buffer;
   remoteAddress: string;
+  /** The declared route template (`/api/v3/secrets/raw/:secretName`), set by the route table; unset: no route matched. */
+  route?: string;
+  /** Who called, once authenticated (set by the route table), for the request log. */
+  actor?: { kind: string; id: string };
+}
+
+/** What the front reports of every answered (or abandoned) request: no header, query or body. */
+export interface RequestRecord {
+  reqId: string;
+  method: string;
+  /** Route template, or undefined when no route matched (the UI, a 404). */
+  route: string | undefined;
+  /** The status sent; 499 when the client went away before an answer. */
+  status: number;
+  durationMs: number;
+  actor: { kind: string; id: string } | undefined;
+  /** The request, for clientAddress(). */
+  req: HttpRequest;
 }
 
 export interface HttpReply {

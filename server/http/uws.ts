@@ -16,6 +16,9 @@ export type Uws = typeof UWS;
  */
 export const PINNED_BINARIES: Readonly<Record<string, string>> = Object.freeze({
   'uws_linux_x64_115.node': 'f158fb441f7e2e37b3ab9a56782fe37f4c0d33b5cd32e96ee5c0120ce7db7ced',
+  // linux-arm64 (Raspberry Pi 4/5 with a 64-bit OS, Graviton, Ampere): the file the same
+  // package tarball ships (ELF aarch64; its integrity is pinned by the lockfile).
+  'uws_linux_arm64_115.node': 'fa46518766a985c6a79daef039f40cccd8e98e9a288f2ceaf31a0a18901bbfd5',
 });
 
 /** The binary name for this platform, as the package names its files. */

@@ -12,6 +12,7 @@ import type { Origin } from '../domain/pipeline.js';
 import type { UserActor } from '../domain/users.js';
 import { AppError } from '../errors.js';
 import { parseJsonBody } from '../http/body.js';
+import { clientAddress } from '../http/clientAddress.js';
 import type { HttpReply, HttpRequest, Method, Router } from '../http/types.js';
 import { bodyAndQuery, parse, queryObject } from './input.js';
 
@@ -113,9 +114,12 @@ export function createApi(router: Router, auth: Pick<Authenticator, 'actor'>): A
       const { caller, summary, params, query, body, response, alsoProduces } = options;
       routes.push({ method, path, caller, summary, params, query, body, response, alsoProduces });
       router[ROUTER_METHOD[method]](path, async (req) => {
+        // For the request log and metrics: the template, never the path with its names.
+        req.route = path;
         let actor: Actor | undefined;
         if (caller !== 'none') {
           actor = await auth.actor(req);
+          req.actor = actor.kind === 'user' ? { kind: 'user', id: actor.userId } : { kind: 'identity', id: actor.identityId };
           if (caller === 'user' && actor.kind !== 'user') {
             throw options.refuseMachine?.() ?? new AppError('FORBIDDEN', 'You are not allowed to access this resource');
           }
@@ -125,7 +129,7 @@ export function createApi(router: Router, auth: Pick<Authenticator, 'actor'>): A
           params: params ? parse(params, req.params) : req.params,
           query: query ? parse(query, queryObject(req.query)) : {},
           body: body ? parse(body, options.bodyFrom === 'body+query' ? bodyAndQuery(req) : parseJsonBody(req)) : {},
-          origin: { ip: req.remoteAddress || null },
+          origin: { ip: clientAddress(req) || null },
           req,
         };
         return handler(input as never);

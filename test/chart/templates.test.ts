@@ -63,7 +63,7 @@ t.test('deployment: container, port, bootstrap secret', async (t) => {
   t.match(deployment, /^ {2}name: \{\{ include "vault-standalone\.fullname" \. \}\}$/m);
   t.match(deployment, /^ {2}replicas: \{\{ \.Values\.replicaCount \}\}$/m);
   t.match(deployment, /^\s+containerPort: 8080$/m);
-  t.notMatch(deployment, /containerPort: (?!8080)/, 'no other container port');
+  t.notMatch(deployment, /containerPort: (?!8080|\{\{ \.Values\.metrics\.port \}\})/, 'no other container port than the optional metrics one');
   t.match(deployment, /envFrom:\n\s+- secretRef:\n\s+name: \{\{ \.Values\.secrets\.existingSecret \| quote \}\}/);
   t.match(deployment, /image: \{\{ include "vault-standalone\.image" \. \| quote \}\}/);
   t.match(defineBody(helpers, 'vault-standalone.image'), /\.Values\.image\.repository.*\.Values\.image\.tag \| default \.Chart\.AppVersion/);
@@ -77,11 +77,11 @@ t.test('deployment: pod and container hardening', async (t) => {
   assertHardenedContainer(t, container);
 });
 
-t.test('deployment: probes on /api/status:8080', async (t) => {
-  for (const probe of ['readinessProbe', 'livenessProbe', 'startupProbe']) {
+t.test('deployment: probes on /api/health/live and /api/health/ready, port 8080', async (t) => {
+  for (const [probe, path] of [['readinessProbe', 'ready'], ['livenessProbe', 'live'], ['startupProbe', 'live']] as const) {
     const blocks = yamlBlocks(deployment, probe);
     t.equal(blocks.length, 1, `${probe} present once`);
-    t.match(blocks[0]?.body, /httpGet:\n\s+path: \/api\/status\n\s+port: 8080$/m, `${probe} httpGet /api/status 8080`);
+    t.match(blocks[0]?.body, new RegExp(`httpGet:\\n\\s+path: /api/health/${path}\\n\\s+port: 8080$`, 'm'), `${probe} httpGet /api/health/${path} 8080`);
   }
 });
 
@@ -150,17 +150,19 @@ t.test('postgresql: StatefulSet + Service + PVC, uid 999, hardened', async (t) =
   t.match(docs[1], /resources:\n\s+\{\{- toYaml \.Values\.postgresql\.resources \| nindent 12 \}\}/);
 });
 
-t.test('redis: StatefulSet + PVC, requirepass from the Secret, appendonly, uid 999', async (t) => {
+t.test('redis: Deployment without PVC or persistence, requirepass from the Secret, uid 999', async (t) => {
   t.match(redis, /^\{\{- if \.Values\.redis\.enabled \}\}/);
   const docs = documents(redis);
   t.equal(docs.length, 2);
   t.match(docs[0], /^kind: Service$/m);
   t.match(docs[0], /port: 6379/);
-  t.match(docs[1], /^kind: StatefulSet$/m);
-  t.match(docs[1], /volumeClaimTemplates:/);
+  t.match(docs[1], /^kind: Deployment$/m);
+  t.notMatch(docs[1], /volumeClaimTemplates|persistentVolumeClaim|\.Values\.redis\.persistence/, 'no volume claim');
+  t.match(docs[1], /- name: data\n\s+emptyDir:/);
   t.match(docs[1], /- name: REDIS_PASSWORD\n\s+valueFrom:\n\s+secretKeyRef:\n\s+name: \{\{ include "vault-standalone\.authSecretName" \. \}\}\n\s+key: redis-password/);
   t.match(docs[1], /- "--requirepass"\n\s+- "\$\(REDIS_PASSWORD\)"/);
-  t.match(docs[1], /- "--appendonly"\n\s+- "yes"/);
+  t.match(docs[1], /- "--appendonly"\n\s+- "no"/);
+  t.match(docs[1], /- "--save"\n\s+- ""/, 'no RDB snapshots');
   t.notMatch(redis, /\.Values\.redis\.auth\.password/);
   t.notMatch(redis, /redis-cli[^\n]*-a /, 'probe does not put the password on a command line');
   const { pod, container } = securityContexts(t, docs[1] ?? '');

@@ -112,7 +112,7 @@ t.test('default values.yaml', async (t) => {
   t.equal(getPath(values, ['postgresql', 'enabled']), true);
   t.equal(getPath(values, ['redis', 'enabled']), true);
   t.equal(getPath(values, ['networkPolicy', 'enabled']), true);
-  t.same(getPath(values, ['nodeSelector']), { 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64' }, 'the only platform with a pinned uWS binary');
+  t.same(getPath(values, ['nodeSelector']), { 'kubernetes.io/os': 'linux' }, 'no architecture: amd64 and arm64 both have a pinned uWS binary');
   t.equal(getPath(values, ['postgresql', 'auth', 'password']), '', 'no password committed');
   t.equal(getPath(values, ['redis', 'auth', 'password']), '', 'no password committed');
   for (const svc of [[], ['postgresql'], ['redis']]) {

@@ -5,6 +5,7 @@ import t from 'tap';
 import { startService } from '../../server/app.js';
 import { parseConfig } from '../../server/config.js';
 import type { Logger } from '../../server/services.js';
+import { textLogger } from '../../server/log.js';
 import { ESO_LIST_QUERY, request } from '../helpers/http.js';
 import { TestRedis, freePort, linkIs, testRedis } from '../helpers/redis.js';
 import { INVENTORY, login, seedHomelab, testEnv, type TestService } from '../helpers/service.js';
@@ -18,11 +19,11 @@ function deferred<T>() {
 
 /** Keeps every line, so a test can check that no value was logged. */
 function recordingLog(lines: string[], onWarn: (m: string) => void = () => {}): Logger {
-  return {
+  return textLogger({
     info: (m) => lines.push(m),
     warn: (m) => (lines.push(m), onWarn(m)),
     error: (m) => lines.push(m),
-  };
+  });
 }
 
 async function start(t: { teardown(fn: () => unknown): void }, env: Record<string, string>, log: Logger): Promise<TestService> {

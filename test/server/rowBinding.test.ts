@@ -6,13 +6,14 @@ import { startService } from '../../server/app.js';
 import { parseConfig } from '../../server/config.js';
 import { topics } from '../../server/domain/caches.js';
 import type { Logger } from '../../server/services.js';
+import { textLogger } from '../../server/log.js';
 import { JSON_TYPE, request, type JsonResponse } from '../helpers/http.js';
 import { BACKENDS, INVENTORY, login, seedHomelab, testEnv } from '../helpers/service.js';
 
 for (const backend of BACKENDS) {
   t.test(`a value blob swapped between two rows in storage (${backend})`, async (t) => {
     const logged: string[] = [];
-    const log: Logger = { info() {}, warn: (m) => logged.push(m), error: (m) => logged.push(m) };
+    const log: Logger = textLogger({ warn: (m) => logged.push(m), error: (m) => logged.push(m) });
     const env = await testEnv(t, backend);
     const running = await startService(parseConfig(env), log);
     t.teardown(() => running.close());

@@ -5,14 +5,14 @@
 import t from 'tap';
 import { startService } from '../../server/app.js';
 import { ConfigError, parseConfig } from '../../server/config.js';
-import type { Logger } from '../../server/services.js';
+import { textLogger, type Logger } from '../../server/log.js';
 import { ADMIN } from '../helpers/admin.js';
 import { request } from '../helpers/http.js';
 import { testEnv } from '../helpers/service.js';
 
 function capture() {
   const lines: string[] = [];
-  const log: Logger = { info: (m) => void lines.push(m), warn: (m) => void lines.push(m), error: (m) => void lines.push(m) };
+  const log: Logger = textLogger({ info: (m) => void lines.push(m), warn: (m) => void lines.push(m), error: (m) => void lines.push(m) });
   return { lines, log };
 }
 

@@ -7,6 +7,7 @@ import { parseConfig } from '../../server/config.js';
 import { sweepAccessTokens } from '../../storage/identities.js';
 import { ESO_LIST_QUERY, request } from '../helpers/http.js';
 import { BACKENDS, login, quietLog, seedHomelab, testEnv } from '../helpers/service.js';
+import { textLogger } from '../../server/log.js';
 
 const DAY = 24 * 3600;
 
@@ -35,7 +36,7 @@ for (const backend of BACKENDS) {
     // A new start sweeps at once.
     let sweptLine!: (line: string) => void;
     const swept = new Promise<string>((resolve) => (sweptLine = resolve));
-    const svc = await startService(parseConfig(env), { ...quietLog, info: (m) => /^access tokens:/.test(m) && sweptLine(m) });
+    const svc = await startService(parseConfig(env), textLogger({ error: (m) => console.error(m), info: (m) => /^access tokens:/.test(m) && sweptLine(m) }));
     t.teardown(() => svc.close());
     const services = svc.services;
     url = `http://127.0.0.1:${svc.port}`;

@@ -5,14 +5,14 @@
 import t from 'tap';
 import { startService } from '../../server/app.js';
 import { parseConfig } from '../../server/config.js';
-import type { Logger } from '../../server/services.js';
+import { textLogger, type Logger } from '../../server/log.js';
 import { request } from '../helpers/http.js';
 import { startTestService, testEnv } from '../helpers/service.js';
 import { ADMIN, browserTest, homelabService, loginThroughUi, newPage, shot } from './helpers.js';
 
 browserTest(t, 'registration asks for the setup code in production mode only', async (t) => {
   const lines: string[] = [];
-  const log: Logger = { info: (m) => void lines.push(m), warn: (m) => void lines.push(m), error: (m) => void lines.push(m) };
+  const log: Logger = textLogger({ info: (m) => void lines.push(m), warn: (m) => void lines.push(m), error: (m) => void lines.push(m) });
   const prod = await startService(parseConfig(await testEnv(t, 'embedded', { NODE_ENV: 'production' })), log);
   t.teardown(() => prod.close());
   const url = `http://127.0.0.1:${prod.port}`;

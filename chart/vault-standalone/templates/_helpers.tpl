@@ -90,3 +90,29 @@ alphabet is part of the contract).
 {{- end -}}
 {{- $p -}}
 {{- end -}}
+
+{{/* The app pods' ServiceAccount. */}}
+{{- define "vault-standalone.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- .Values.serviceAccount.name | default (include "vault-standalone.fullname" .) -}}
+{{- else -}}
+{{- .Values.serviceAccount.name | default "default" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The first-visit SETUP_TOKEN: the value already in the cluster's Secret when there is one
+(upgrades keep it), else 48 fresh random characters.
+*/}}
+{{- define "vault-standalone.setupTokenSecretName" -}}
+{{- printf "%s-setup" (include "vault-standalone.fullname" . | trunc 57 | trimSuffix "-") -}}
+{{- end -}}
+
+{{- define "vault-standalone.setupToken" -}}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "vault-standalone.setupTokenSecretName" .) -}}
+{{- if and $existing $existing.data (index $existing.data "setup-token") -}}
+{{- index $existing.data "setup-token" | b64dec -}}
+{{- else -}}
+{{- randAlphaNum 48 -}}
+{{- end -}}
+{{- end -}}

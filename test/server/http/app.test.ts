@@ -177,7 +177,9 @@ t.test('thrown plain Error: generic 500, logged without request secrets', async 
   t.equal(f.logs.length, 3);
   const logged = JSON.stringify(f.logs);
   t.notMatch(logged, /top-secret-token/);
-  t.match(f.logs[0]!.obj, { reqId: REQ_ID, status: 500, path: '/boom' });
+  // The route template (none here: a bare router), never the raw path, which names things.
+  t.match(f.logs[0]!.obj, { reqId: REQ_ID, status: 500, route: null });
+  t.notOk('path' in f.logs[0]!.obj, 'no raw path');
 });
 
 t.test('raw replies keep their own content type; raw defaults to JSON', async (t) => {

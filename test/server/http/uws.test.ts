@@ -28,6 +28,11 @@ t.test('the installed binary matches its pin and is what was loaded', async (t) 
   const name = binaryName('linux', 'x64', '115');
   t.equal(name, 'uws_linux_x64_115.node');
   t.equal(PINNED_BINARIES[name], 'f158fb441f7e2e37b3ab9a56782fe37f4c0d33b5cd32e96ee5c0120ce7db7ced');
+  // linux-arm64: the pinned hash is the one of the file the installed package ships.
+  const arm64 = binaryName('linux', 'arm64', '115');
+  t.equal(PINNED_BINARIES[arm64], 'fa46518766a985c6a79daef039f40cccd8e98e9a288f2ceaf31a0a18901bbfd5');
+  t.equal(verifyBinary(createRequire(import.meta.url).resolve(`uWebSockets.js/binaries/${arm64}`), PINNED_BINARIES[arm64]!), PINNED_BINARIES[arm64]);
+  t.same(Object.keys(PINNED_BINARIES).sort(), ['uws_linux_arm64_115.node', 'uws_linux_x64_115.node'], 'Linux x64 and arm64, Node 20 only');
   const require = createRequire(import.meta.url);
   const path = require.resolve(`uWebSockets.js/binaries/${binaryName()}`);
   t.equal(verifyBinary(path, PINNED_BINARIES[binaryName()]!), PINNED_BINARIES[binaryName()]);

@@ -1,0 +1,60 @@
+// The real entry point (dist/server/main.js) as a child process, with its output kept
+// line by line: for tests of what the process prints and of what runs beside it.
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const MAIN = fileURLToPath(new URL('../../server/main.js', import.meta.url));
+export const CLI = fileURLToPath(new URL('../../server/cli/main.js', import.meta.url));
+
+export interface MainProcess {
+  /** http://127.0.0.1:PORT once the service listens. */
+  listening: Promise<string>;
+  exit: Promise<{ code: number | null; stdout: string; stderr: string }>;
+  /** Resolves with the first match of `pattern` in stdout. */
+  output(pattern: RegExp): Promise<RegExpExecArray>;
+  stop(signal?: NodeJS.Signals): Promise<{ code: number | null; stdout: string; stderr: string }>;
+}
+
+export function runMain(env: Record<string, string>): MainProcess {
+  const child = spawn(process.execPath, [MAIN], {
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', CRYPTO_THREADS: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  const waiting: Array<{ pattern: RegExp; resolve: (m: RegExpExecArray) => void }> = [];
+  const check = () => {
+    for (const w of [...waiting]) {
+      const m = w.pattern.exec(stdout);
+      if (m) {
+        waiting.splice(waiting.indexOf(w), 1);
+        w.resolve(m);
+      }
+    }
+  };
+  child.stdout.on('data', (d) => {
+    stdout += d;
+    check();
+  });
+  child.stderr.on('data', (d) => (stderr += d));
+  const exit = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.on('exit', (code) => resolve({ code, stdout, stderr })),
+  );
+  const output = (pattern: RegExp) =>
+    new Promise<RegExpExecArray>((resolve, reject) => {
+      waiting.push({ pattern, resolve });
+      check();
+      void exit.then((r) => reject(new Error(`exited ${r.code} before ${pattern}: ${r.stderr}`)));
+    });
+  const listening = output(/listening on (http:\/\/[\d.]+:\d+)/).then((m) => m[1]!);
+  listening.catch(() => {});
+  return {
+    listening,
+    exit,
+    output,
+    stop(signal = 'SIGTERM') {
+      if (child.exitCode === null) child.kill(signal);
+      return exit;
+    },
+  };
+}
