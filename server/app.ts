@@ -27,6 +27,15 @@ export interface RunningService {
   services: Services;
   /** Every declared route (method, path, who may call it, its schemas). */
   routes: Api['routes'];
+  /**
+   * Graceful stop: readiness fails at once, the port closes (new connections are refused),
+   * in-flight requests finish (each answer closes its connection) for up to `graceMs`,
+   * then the remaining connections, the crypto pool, Redis and the database close.
+   * Resolves false when the grace ran out with requests still in flight.
+   */
+  shutdown(graceMs: number): Promise<boolean>;
+  /** Requests received and not yet answered. */
+  inFlight(): number;
   close(): Promise<void>;
 }
 
@@ -57,6 +66,7 @@ export async function startService(config: Config, log: Logger): Promise<Running
   try {
     const http = createHttpServer({
       maxBodyBytes: config.maxBodyBytes,
+      deadlineMs: config.requestDeadlineMs,
       logger: { error: (obj: Record<string, unknown>, msg: string) => log.error(`${msg} ${JSON.stringify(obj)}`) },
       onNotFound: loadStaticUi()?.handler,
     });
@@ -67,8 +77,18 @@ export async function startService(config: Config, log: Logger): Promise<Running
       port,
       services,
       routes: api.routes,
-      async close() {
+      inFlight: () => http.inFlight,
+      async shutdown(graceMs: number) {
+        services.lifecycle.shuttingDown = true;
         http.close();
+        const drained = await http.drain(graceMs);
+        http.close(true);
+        await services.close();
+        return drained;
+      },
+      async close() {
+        services.lifecycle.shuttingDown = true;
+        http.close(true);
         await services.close();
       },
     };

@@ -53,6 +53,8 @@ const schema = z.object({
   COOKIE_SECURE: setting(z.enum(['auto', 'always', 'never']).default('auto')),
   LOG_LEVEL: setting(z.enum(LOG_LEVELS).default('info')),
   AUDIT_HEAD_LOG_EVERY: setting(integer(1).default(1000)),
+  REQUEST_DEADLINE_MS: setting(integer(100, 600_000).default(5000)),
+  SHUTDOWN_GRACE_SECONDS: setting(integer(0, 3600).default(25)),
 });
 
 export interface Config {
@@ -77,6 +79,10 @@ export interface Config {
   logLevel: LogLevel;
   /** The audit chain's head is logged every this many entries (and at shutdown). */
   auditHeadLogEvery: number;
+  /** A request not answered within this many ms gets a 503 (the work may still finish). */
+  requestDeadlineMs: number;
+  /** On SIGTERM, how long in-flight requests may take to finish before connections are dropped. */
+  shutdownGraceSeconds: number;
 }
 
 export class ConfigError extends Error {}
@@ -113,6 +119,8 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     cookieSecure: e.COOKIE_SECURE,
     logLevel: e.LOG_LEVEL,
     auditHeadLogEvery: e.AUDIT_HEAD_LOG_EVERY,
+    requestDeadlineMs: e.REQUEST_DEADLINE_MS,
+    shutdownGraceSeconds: e.SHUTDOWN_GRACE_SECONDS,
   };
 }
 

@@ -63,10 +63,17 @@ async function main() {
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    log.info(`${signal} received, shutting down`);
-    service.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
+    log.info(`${signal} received: not ready, port closed, finishing ${service.inFlight()} request(s) in flight (up to ${config.shutdownGraceSeconds} s)`);
+    service.shutdown(config.shutdownGraceSeconds * 1000).then(
+      (drained) => {
+        if (!drained) log.warn(`shutdown: requests still in flight after ${config.shutdownGraceSeconds} s were cut off`);
+        log.info('shutdown complete');
+        process.exit(0);
+      },
+      (err: Error) => {
+        log.error(`shutdown failed: ${err.message}`);
+        process.exit(1);
+      },
     );
   };
   process.on('SIGINT', () => stop('SIGINT'));
