@@ -45,10 +45,22 @@ export function memoryBus(): CacheBus {
   };
 }
 
-/** How long a publisher waits for Redis, and then for the other replicas, to confirm an invalidation. */
-export const ACK_TIMEOUT_MS = 2_000;
-/** How often the subscriber proves that Redis still answers it (a hung Redis or a silent partition closes nothing). */
-export const HEARTBEAT_MS = 5_000;
+/**
+ * The fail-closed bound: a replica whose subscriber has had no confirmed round trip with
+ * Redis (a PING sent at most this long ago and answered) stops serving from its caches.
+ */
+export const STALE_AFTER_MS = 1_000;
+/** How often the subscriber PINGs Redis (a hung Redis or a silent partition closes nothing). */
+export const HEARTBEAT_MS = 250;
+/**
+ * How long a publisher waits for Redis, and then for the other replicas, to confirm an
+ * invalidation; and the least time a write whose invalidation could not be confirmed waits
+ * before it is answered. Longer than STALE_AFTER_MS: by then every replica that did not
+ * hear it has stopped serving from its caches.
+ */
+export const ACK_TIMEOUT_MS = 1_500;
+/** A subscriber whose PING has gone unanswered this long is reconnected. */
+export const RECONNECT_HUNG_AFTER_MS = 10_000;
 
 export interface RedisBusOptions {
   /**
@@ -59,6 +71,8 @@ export interface RedisBusOptions {
   log?: (msg: string) => void;
   ackTimeoutMs?: number;
   heartbeatMs?: number;
+  /** Default STALE_AFTER_MS, and always less than ackTimeoutMs. */
+  staleAfterMs?: number;
   /** How long start-up waits (with backoff) for an unreachable Redis. */
   waitMs?: number;
 }
@@ -87,7 +101,10 @@ type Message = { o?: unknown; t?: unknown; k?: unknown; i?: unknown; flush?: unk
  * every replica to flush (whichever comes first).
  */
 export async function redisBus(url: string, opts: RedisBusOptions = {}): Promise<CacheBus> {
-  const { log, ackTimeoutMs = ACK_TIMEOUT_MS, heartbeatMs = HEARTBEAT_MS } = opts;
+  const { log, ackTimeoutMs = ACK_TIMEOUT_MS } = opts;
+  const staleAfterMs = Math.min(opts.staleAfterMs ?? STALE_AFTER_MS, Math.floor((ackTimeoutMs * 2) / 3));
+  // Several PINGs fit in the bound, so a healthy link never looks stale.
+  const heartbeatMs = Math.min(opts.heartbeatMs ?? HEARTBEAT_MS, Math.max(10, Math.floor(staleAfterMs / 4)));
   const prefix = `vault-standalone:${opts.namespace ?? 'default'}`;
   const channel = `${prefix}:invalidate`;
   const origin = randomUUID();
@@ -119,9 +136,20 @@ export async function redisBus(url: string, opts: RedisBusOptions = {}): Promise
     await sub.subscribe(channel, ackChannel);
   };
 
+  // Subscribed on the current connection, and when the last PING answered on it was sent.
+  let linked = false;
+  let confirmedAt = -Infinity;
+  const fresh = () => performance.now() - confirmedAt <= staleAfterMs;
   const bus = {
     kind: 'redis' as const,
-    live: false,
+    /**
+     * Every invalidation published more than staleAfterMs ago has reached this replica:
+     * the subscriber is subscribed and a PING sent since then was answered on it (Redis
+     * answers in order, so it delivered everything it published before that PING).
+     */
+    get live() {
+      return linked && fresh();
+    },
     epoch: 0,
     subscribe: (h: InvalidationHandler) => void handlers.push(h),
     onReset: (r: () => void) => void resets.push(r),
@@ -138,20 +166,33 @@ export async function redisBus(url: string, opts: RedisBusOptions = {}): Promise
   let connection = 0; // bumped on every close, so an answer from an older connection is ignored
   function linkLost(reason: string) {
     connection++;
-    if (!bus.live) return;
-    bus.live = false;
+    pingSentAt = undefined;
+    if (!linked) return;
+    linked = false;
     resetAll();
     if (!closed) log?.(`redis: invalidation link lost (${reason}); caches bypassed until it is back`);
+  }
+  /** A round trip on the subscriber that began at `sentAt` completed. */
+  function confirmed(sentAt: number) {
+    const wasLive = bus.live;
+    if (sentAt > confirmedAt) confirmedAt = sentAt;
+    if (!wasLive && bus.live) {
+      // Invalidations may have been withheld meanwhile: forget everything cached before.
+      resetAll();
+      log?.('redis: answering again; caches flushed and in use again');
+    }
   }
   sub.on('close', () => linkLost('connection closed'));
   sub.on('end', () => linkLost('connection closed'));
   sub.on('ready', () => {
     if (starting || closed) return;
     const mine = connection;
+    const sentAt = performance.now();
     sub.subscribe(channel, ackChannel).then(
       () => {
         if (mine !== connection || closed) return;
-        bus.live = true;
+        linked = true;
+        confirmedAt = sentAt;
         resetAll();
         log?.('redis: invalidation link back; caches flushed and in use again');
       },
@@ -209,14 +250,25 @@ export async function redisBus(url: string, opts: RedisBusOptions = {}): Promise
     }
   }
 
+  /**
+   * An invalidation that could not be confirmed: it joins the flush sent when Redis answers,
+   * and the write is answered no sooner than ackTimeoutMs after it began, when every
+   * replica that could not hear it has stopped serving from its caches (staleAfterMs).
+   */
+  async function unconfirmed(started: number, reason: string) {
+    notSent(reason);
+    const wait = ackTimeoutMs - (performance.now() - started);
+    if (wait > 0 && !closed) await new Promise((r) => setTimeout(r, wait));
+  }
+
   async function publish(topic: string, key: string) {
     for (const h of handlers) h(topic, key);
     if (closed) return;
-    // Redis just came back: the flush goes first, then this is sent and confirmed as usual.
-    if (unsent > 0 && flushing) await flushing;
-    // While earlier invalidations wait to be sent (Redis gone or hung), this one joins the
-    // flush that follows; retrying is left to the reconnect and the heartbeat.
-    if (unsent > 0 || pub.status !== 'ready') return notSent(pub.status === 'ready' ? 'earlier ones pending' : 'not connected');
+    const started = performance.now();
+    // Earlier invalidations wait to be sent: the flush that stands for them goes first
+    // (at once if Redis answers), then this one is sent and confirmed as usual.
+    if (unsent > 0) await sendFlush();
+    if (unsent > 0 || pub.status !== 'ready') return unconfirmed(started, pub.status === 'ready' ? 'earlier ones pending' : 'not connected');
     const id = ++seq;
     // Registered before publishing: an acknowledgement may overtake PUBLISH's reply.
     let done!: () => void;
@@ -228,9 +280,9 @@ export async function redisBus(url: string, opts: RedisBusOptions = {}): Promise
       try {
         receivers = await within(ackTimeoutMs, pub.publish(channel, JSON.stringify({ o: origin, t: topic, k: key, i: id })));
       } catch (err) {
-        return notSent(describe(err));
+        return await unconfirmed(started, describe(err));
       }
-      w.expected = receivers - (bus.live ? 1 : 0); // our own subscriber counts too, when subscribed
+      w.expected = receivers - (linked ? 1 : 0); // our own subscriber counts too, when subscribed
       if (w.acks >= w.expected) return;
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), ackTimeoutMs)));
@@ -244,15 +296,37 @@ export async function redisBus(url: string, opts: RedisBusOptions = {}): Promise
   }
 
   // --- heartbeat: a hung Redis or a silent partition closes no socket ---
+  // One PING in flight at a time; its answer confirms the link (see `live`). A PING
+  // unanswered for RECONNECT_HUNG_AFTER_MS gets the subscriber reconnected.
+  let pingSentAt: number | undefined;
+  let wasLive = true;
   const heartbeat = setInterval(() => {
-    if (bus.live) {
-      const mine = connection;
-      within(ackTimeoutMs, sub.ping()).catch(() => {
-        if (mine !== connection || closed) return;
-        linkLost(`no answer within ${ackTimeoutMs} ms`);
+    if (linked && !closed) {
+      const now = performance.now();
+      if (pingSentAt === undefined) {
+        const mine = connection;
+        const sentAt = (pingSentAt = now);
+        sub.ping().then(
+          () => {
+            if (mine !== connection || closed) return;
+            pingSentAt = undefined;
+            confirmed(sentAt);
+          },
+          () => {}, // the connection dropped: 'close' follows
+        );
+      } else if (now - pingSentAt > RECONNECT_HUNG_AFTER_MS) {
+        linkLost(`no answer within ${RECONNECT_HUNG_AFTER_MS} ms`);
         sub.disconnect(true);
-      });
+      }
+      // Tell the caches (and the log) as soon as the bound is passed.
+      const live = bus.live;
+      if (wasLive && !live && linked) {
+        resetAll();
+        log?.(`redis: no answer within ${staleAfterMs} ms; caches bypassed until Redis answers`);
+      }
+      wasLive = live;
     }
+    // Invalidations that could not be sent are retried as soon as Redis answers.
     void sendFlush();
   }, heartbeatMs);
   heartbeat.unref();
@@ -272,7 +346,8 @@ export async function redisBus(url: string, opts: RedisBusOptions = {}): Promise
     throw err;
   }
   starting = false;
-  bus.live = true;
+  linked = true;
+  confirmedAt = performance.now();
   return bus;
 }
 

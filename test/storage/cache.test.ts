@@ -3,7 +3,7 @@
 // its caches are bypassed, and writes still go through.
 import { Redis } from 'ioredis';
 import t from 'tap';
-import { ReadThroughCache, memoryBus, redisBus } from '../../storage/cache.js';
+import { ACK_TIMEOUT_MS, HEARTBEAT_MS, ReadThroughCache, STALE_AFTER_MS, memoryBus, redisBus } from '../../storage/cache.js';
 import { REDIS_URL } from '../helpers/db.js';
 import { CuttableProxy, TestRedis, freePort, linkIs, testRedis } from '../helpers/redis.js';
 
@@ -252,4 +252,29 @@ t.test('redis bus: start-up gives up after the wait, naming the failure', async 
   const retries: string[] = [];
   await t.rejects(redisBus(url, { waitMs: 1_000, log: (m) => retries.push(m) }), /redis unreachable after 1 s: ECONNREFUSED/);
   t.match(retries, [/retrying in 250 ms/, /retrying in 500 ms/]);
+});
+
+t.test('redis bus: fail closed within the bound on a hung Redis; an unconfirmed write waits past it', async (t) => {
+  const redis = await testRedis(t);
+  const namespace = `test-${Math.random()}`;
+  const a = await redisBus(redis.url, { namespace });
+  const b = await redisBus(redis.url, { namespace });
+  t.teardown(async () => {
+    redis.thaw();
+    await a.close();
+    await b.close();
+  });
+  t.ok(b.live);
+  // b's last confirmed PING was sent before the freeze: it is not live 1 s later at most.
+  const frozenAt = performance.now();
+  redis.freeze();
+  await a.publish('role', 'k').then(() => {
+    const took = performance.now() - frozenAt;
+    t.ok(took >= ACK_TIMEOUT_MS - 5, `the write waited ${took.toFixed(0)} ms (>= ${ACK_TIMEOUT_MS})`);
+  });
+  t.notOk(b.live, 'b is no longer live when the write is answered');
+  t.ok(ACK_TIMEOUT_MS > STALE_AFTER_MS + HEARTBEAT_MS, 'the ack wait covers the bound and one heartbeat');
+  redis.thaw();
+  await Promise.all([linkIs(a, true), linkIs(b, true)]);
+  t.ok(b.live, 'live again once Redis answers');
 });
