@@ -10,7 +10,7 @@ import { deriveAuthKeys } from './auth/tokens.js';
 import type { Config } from './config.js';
 import { accessControl, type AccessControl } from './domain/access.js';
 import { auditDomain, auditHeadLog, openAuditKey, TRAIL_MISSING_WARNING, type AuditDomain } from './domain/audit.js';
-import { createCaches, type Caches } from './domain/caches.js';
+import { CACHE_SWEEP_MS, createCaches, type Caches } from './domain/caches.js';
 import { environmentsDomain, type EnvironmentsDomain } from './domain/environments.js';
 import { exportDomain, type ExportDomain } from './domain/export.js';
 import { foldersDomain, type FoldersDomain } from './domain/folders.js';
@@ -179,6 +179,15 @@ export async function createServices(config: Config, log: Logger): Promise<Servi
       lockout,
     });
     const machine = machineAuth({ store, keyring, tokens: authKeys.identity, caches, changes, lockout });
+    // Expired entries leave the caches (and the verified-token map) on a timer, not only
+    // when their key is asked for again: memory follows what was used recently.
+    const sweeper = setInterval(() => {
+      caches.sweep();
+      machine.sweep();
+      users.sweep();
+    }, CACHE_SWEEP_MS);
+    sweeper.unref();
+    cleanups.push(async () => clearInterval(sweeper));
     const lifecycle = { shuttingDown: false };
     async function readiness(): Promise<Readiness> {
       const checks: Readiness['checks'] = { database: 'ok', migrations: 'ok', redis: 'not configured', crypto: 'ok', shutdown: 'ok' };

@@ -404,8 +404,22 @@ export class ReadThroughCache<V> {
     private readonly maxEntries = 10_000,
     private readonly ttlMs = 60_000,
     private readonly feed?: InvalidationFeed,
+    /** Values for which this is false are returned but never stored (a revoked token's null). */
+    private readonly keep?: (value: V) => boolean,
   ) {
     this.epoch = feed?.epoch ?? 0;
+  }
+
+  /** Drops the entries whose time is up (get() would reload them anyway); returns how many. */
+  sweep(now = Date.now()): number {
+    let n = 0;
+    for (const [k, e] of this.entries) {
+      if (e.expires <= now) {
+        this.entries.delete(k);
+        n++;
+      }
+    }
+    return n;
   }
 
   async get(key: string, load: () => Promise<V>): Promise<V> {
@@ -427,11 +441,18 @@ export class ReadThroughCache<V> {
     const p = load().then(
       (value) => {
         if (this.inflight.get(key) === p) this.inflight.delete(key);
-        if (this.generation === startGen && (this.keyGenerations.get(key) ?? 0) === startKeyGen && this.feedUnchanged()) {
+        if (
+          this.generation === startGen &&
+          (this.keyGenerations.get(key) ?? 0) === startKeyGen &&
+          this.feedUnchanged() &&
+          (this.keep === undefined || this.keep(value))
+        ) {
           if (this.entries.size >= this.maxEntries) {
             const oldest = this.entries.keys().next();
             if (!oldest.done) this.entries.delete(oldest.value);
           }
+          // Re-inserted at the end: eviction takes the least recently loaded.
+          this.entries.delete(key);
           this.entries.set(key, { value, expires: Date.now() + this.ttlMs });
         }
         return value;

@@ -278,3 +278,26 @@ t.test('redis bus: fail closed within the bound on a hung Redis; an unconfirmed 
   await Promise.all([linkIs(a, true), linkIs(b, true)]);
   t.ok(b.live, 'live again once Redis answers');
 });
+
+t.test('sweep drops expired entries; values refused by keep are never stored', async (t) => {
+  const c = new ReadThroughCache<number | null>(100, 1_000, undefined, (v) => v !== null);
+  await c.get('a', async () => 1);
+  await c.get('b', async () => 2);
+  t.equal(c.size, 2);
+  t.equal(c.sweep(Date.now()), 0, 'nothing expired yet');
+  t.equal(c.sweep(Date.now() + 1_001), 2, 'both expired entries swept');
+  t.equal(c.size, 0);
+  t.equal(await c.get('revoked', async () => null), null);
+  t.equal(c.size, 0, 'a null (revoked token) is not cached');
+  t.equal(await c.get('revoked', async () => 3), 3, 'and is loaded afresh');
+});
+
+t.test('the least recently loaded entry is evicted at the bound', async (t) => {
+  const c = new ReadThroughCache<number>(2, 60_000);
+  await c.get('a', async () => 1);
+  await c.get('b', async () => 2);
+  await c.get('c', async () => 3);
+  t.equal(c.size, 2);
+  t.equal(await c.get('a', async () => 10), 10, 'a was evicted');
+  t.equal(await c.get('c', async () => 30), 3, 'c stayed');
+});
