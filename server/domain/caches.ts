@@ -89,13 +89,16 @@ export function createCaches(bus: CacheBus) {
     }
   });
   // Frees the memory at once; the caches would also drop these entries on their next get.
+  const all = Object.values(caches);
   bus.onReset(() => {
-    for (const c of Object.values(caches)) c.clear();
+    for (const c of all) c.clear();
   });
   return Object.assign(caches, {
     /** Drops expired entries of every cache; returns how many. */
     sweep(now = Date.now()): number {
-      return caches.projects.sweep(now) + caches.roles.sweep(now) + caches.folders.sweep(now) + caches.accessTokens.sweep(now);
+      let n = 0;
+      for (const c of all) n += c.sweep(now);
+      return n;
     },
   });
 }

@@ -152,6 +152,7 @@ export async function spawnService(t: TapLike, env: Record<string, string>, node
     child.on('exit', (code, signal) => resolve({ code, signal })),
   );
   t.teardown(async () => {
+    if (process.env.FAULTS_DEBUG) console.error(`--- service ${child.pid} stderr ---\n${err}`);
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGKILL');
       await exit;

@@ -59,6 +59,8 @@ t.test('database stopped and frozen under 8 writers on 2 replicas', async (t) =>
 
   let phase = 'before';
   let stop = false;
+  // A failed assertion must not leave the writers running (the file would hang).
+  t.teardown(() => void (stop = true));
   const outcomes: Outcome[] = [];
   const writer = async (i: number) => {
     const replica = replicas[i % 2]!;
