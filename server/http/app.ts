@@ -42,13 +42,18 @@ export interface HttpServer {
    * on. `force`: also drop every open connection at once. Idempotent.
    */
   close(force?: boolean): void;
-  /** Resolves true once no request is in flight, or false after `timeoutMs`. */
-  drain(timeoutMs: number): Promise<boolean>;
+  /**
+   * Resolves true once no request has been in flight for `quietMs` (default
+   * DRAIN_QUIET_MS), or false when `timeoutMs` ran out first.
+   */
+  drain(timeoutMs: number, quietMs?: number): Promise<boolean>;
   /** Requests received and not yet answered (nor abandoned by their client). */
   readonly inFlight: number;
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+/** How long a drain waits with nothing in flight before it is done. */
+export const DRAIN_QUIET_MS = 250;
 /** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT: bind without SO_REUSEPORT. */
 const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
 
@@ -711,20 +716,30 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
     get inFlight() {
       return inFlight;
     },
-    drain(timeoutMs: number): Promise<boolean> {
-      if (inFlight === 0) return Promise.resolve(true);
-      return new Promise((resolve) => {
-        let timer: NodeJS.Timeout | undefined;
-        const done = () => {
-          clearTimeout(timer);
-          resolve(true);
-        };
-        idle.push(done);
-        timer = setTimeout(() => {
-          idle = idle.filter((w) => w !== done);
-          resolve(false);
-        }, timeoutMs);
-      });
+    async drain(timeoutMs: number, quietMs = DRAIN_QUIET_MS): Promise<boolean> {
+      const until = performance.now() + timeoutMs;
+      // Done once nothing has been in flight for quietMs: a request already on its way on
+      // a kept-alive connection when the last answer went out is received and answered.
+      for (;;) {
+        const left = until - performance.now();
+        if (left <= 0) return inFlight === 0;
+        if (inFlight > 0) {
+          const idleNow = await new Promise<boolean>((resolve) => {
+            const timer = setTimeout(() => {
+              idle = idle.filter((w) => w !== done);
+              resolve(false);
+            }, left);
+            const done = () => {
+              clearTimeout(timer);
+              resolve(true);
+            };
+            idle.push(done);
+          });
+          if (!idleNow) return false;
+        }
+        await new Promise((r) => setTimeout(r, Math.min(quietMs, Math.max(0, until - performance.now()))));
+        if (inFlight === 0) return true;
+      }
     },
     close(force = false): void {
       closed = true;
