@@ -396,7 +396,10 @@ export class ReadThroughCache<V> {
   private readonly entries = new Map<string, { value: V; expires: number }>();
   private readonly inflight = new Map<string, Promise<V>>();
   private generation = 0;
+  /** Per key, bumped by an invalidation while a load of it runs; dropped when none runs. */
   private readonly keyGenerations = new Map<string, number>();
+  /** Loads running per key (only their keys need a generation). */
+  private readonly running = new Map<string, number>();
 
   private epoch: number;
 
@@ -438,15 +441,34 @@ export class ReadThroughCache<V> {
     if (pending) return pending;
     const startGen = this.generation;
     const startKeyGen = this.keyGenerations.get(key) ?? 0;
-    const p = load().then(
+    this.running.set(key, (this.running.get(key) ?? 0) + 1);
+    const settled = () => {
+      const n = (this.running.get(key) ?? 1) - 1;
+      if (n > 0) {
+        this.running.set(key, n);
+      } else {
+        // No load of this key left to protect: its generation is not needed any more.
+        this.running.delete(key);
+        this.keyGenerations.delete(key);
+      }
+    };
+    let loading: Promise<V>;
+    try {
+      loading = load();
+    } catch (err) {
+      settled();
+      throw err;
+    }
+    const p = loading.then(
       (value) => {
         if (this.inflight.get(key) === p) this.inflight.delete(key);
-        if (
+        const store =
           this.generation === startGen &&
           (this.keyGenerations.get(key) ?? 0) === startKeyGen &&
           this.feedUnchanged() &&
-          (this.keep === undefined || this.keep(value))
-        ) {
+          (this.keep === undefined || this.keep(value));
+        settled();
+        if (store) {
           if (this.entries.size >= this.maxEntries) {
             const oldest = this.entries.keys().next();
             if (!oldest.done) this.entries.delete(oldest.value);
@@ -459,6 +481,7 @@ export class ReadThroughCache<V> {
       },
       (err) => {
         if (this.inflight.get(key) === p) this.inflight.delete(key);
+        settled();
         throw err;
       },
     );
@@ -474,7 +497,8 @@ export class ReadThroughCache<V> {
   invalidate(key: string): void {
     this.entries.delete(key);
     this.inflight.delete(key);
-    this.keyGenerations.set(key, (this.keyGenerations.get(key) ?? 0) + 1);
+    // Only a load running now could store what this invalidates; later ones load afresh.
+    if (this.running.has(key)) this.keyGenerations.set(key, (this.keyGenerations.get(key) ?? 0) + 1);
     if (this.keyGenerations.size > this.maxEntries * 2) {
       // Keep the generation map bounded; a global bump keeps racing loads from storing.
       this.keyGenerations.clear();
@@ -501,5 +525,10 @@ export class ReadThroughCache<V> {
 
   get size(): number {
     return this.entries.size;
+  }
+
+  /** Keys with a generation held (bounded by the loads running): for the memory tests. */
+  get trackedKeys(): number {
+    return this.keyGenerations.size;
   }
 }

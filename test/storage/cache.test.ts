@@ -301,3 +301,17 @@ t.test('the least recently loaded entry is evicted at the bound', async (t) => {
   t.equal(await c.get('a', async () => 10), 10, 'a was evicted');
   t.equal(await c.get('c', async () => 30), 3, 'c stayed');
 });
+
+t.test('invalidations of keys nobody is loading leave nothing behind; a racing load is still not stored', async (t) => {
+  const c = new ReadThroughCache<string>(10, 60_000);
+  for (let i = 0; i < 1_000; i++) c.invalidate(`revoked-${i}`);
+  t.equal(c.trackedKeys, 0, 'no generation kept for 1,000 revoked token ids');
+  const d = deferred<string>();
+  const p = c.get('k', () => d.promise);
+  c.invalidate('k');
+  t.equal(c.trackedKeys, 1, 'a generation while its load runs');
+  d.resolve('old');
+  t.equal(await p, 'old');
+  t.equal(c.trackedKeys, 0, 'dropped once the load settled');
+  t.equal(await c.get('k', async () => 'new'), 'new', 'the racing load was not stored');
+});
