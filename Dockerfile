@@ -24,7 +24,9 @@ FROM node:20-bookworm-slim AS build
 WORKDIR /app
 
 # Dependencies first so this layer is cached while only sources change.
+# patches/ first: `npm ci` runs patch-package (postinstall) on the installed tree.
 COPY package.json package-lock.json ./
+COPY patches ./patches
 RUN npm ci --no-audit --no-fund
 
 COPY tsconfig.json ./

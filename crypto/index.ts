@@ -78,6 +78,8 @@ export interface Crypto {
   verifyPassword(hash: string, password: string): Promise<boolean>;
   readonly rootKeyVersion: number;
   poolStats(): CryptoPoolStats;
+  /** Every worker is keyed and none was lost (false once closed or failed): for the readiness probe. */
+  readonly alive: boolean;
   close(): Promise<void>;
 }
 
@@ -173,6 +175,10 @@ class PooledCrypto implements Crypto {
     // 'error' is a worker failing outside any task. Either way a keyed worker is gone.
     pool.on('workerDestroy', () => this.#workerLost());
     pool.on('error', () => this.#workerLost());
+  }
+
+  get alive(): boolean {
+    return this.#state === 'running';
   }
 
   /** Sends each worker its init task and checks that every live worker answered one. */

@@ -35,6 +35,15 @@ export interface RunningService {
   services: Services;
   /** Every declared route (method, path, who may call it, its schemas). */
   routes: Api['routes'];
+  /**
+   * Graceful stop: readiness fails at once, the port closes (new connections are refused),
+   * in-flight requests finish (each answer closes its connection) for up to `graceMs`,
+   * then the remaining connections, the crypto pool, Redis and the database close.
+   * Resolves false when the grace ran out with requests still in flight.
+   */
+  shutdown(graceMs: number): Promise<boolean>;
+  /** Requests received and not yet answered. */
+  inFlight(): number;
   close(): Promise<void>;
 }
 
@@ -90,14 +99,16 @@ export async function startService(config: Config, log: Logger): Promise<Running
   try {
     // Embedded database: `vault-standalone backup` asks this process (the folder admits one).
     if (services.db.kind === 'embedded') admin = await startAdminChannel(config.dataDir, services.db, log);
+    const { sweep: _sweep, ...caches } = services.caches;
     metrics.observe({
-      caches: services.caches,
+      caches,
       crypto: services.crypto,
       bus: services.bus,
       dbPoolMax: services.db.sql.options.max,
     });
     const http = createHttpServer({
       maxBodyBytes: config.maxBodyBytes,
+      deadlineMs: config.requestDeadlineMs,
       logger: { error: (obj: Record<string, unknown>, msg: string) => log.error(obj, msg) },
       onNotFound: loadStaticUi()?.handler,
       onResponse: (r) => {
@@ -122,8 +133,20 @@ export async function startService(config: Config, log: Logger): Promise<Running
       metrics,
       services,
       routes: api.routes,
-      async close() {
+      inFlight: () => http.inFlight,
+      async shutdown(graceMs: number) {
+        services.lifecycle.shuttingDown = true;
         http.close();
+        const drained = await http.drain(graceMs);
+        http.close(true);
+        await metricsServer?.close();
+        await admin?.close();
+        await services.close();
+        return drained;
+      },
+      async close() {
+        services.lifecycle.shuttingDown = true;
+        http.close(true);
         await metricsServer?.close();
         await admin?.close();
         await services.close();

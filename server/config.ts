@@ -57,6 +57,8 @@ const schema = z.object({
   LOG_FORMAT: setting(z.enum(['json', 'pretty']).default('json')),
   METRICS_PORT: setting(integer(0, 65535).optional()),
   METRICS_HOST: setting(z.string().default('127.0.0.1')),
+  REQUEST_DEADLINE_MS: setting(integer(100, 600_000).default(5000)),
+  SHUTDOWN_GRACE_SECONDS: setting(integer(0, 3600).default(25)),
 });
 
 export interface Config {
@@ -91,6 +93,10 @@ export interface Config {
   /** Prometheus /metrics on its own listener; unset: no metrics listener. */
   metricsPort?: number;
   metricsHost: string;
+  /** A request not answered within this many ms gets a 503 (the work may still finish). */
+  requestDeadlineMs: number;
+  /** On SIGTERM, how long in-flight requests may take to finish before connections are dropped. */
+  shutdownGraceSeconds: number;
 }
 
 /**
@@ -139,6 +145,8 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     logFormat: e.LOG_FORMAT,
     metricsPort: e.METRICS_PORT,
     metricsHost: e.METRICS_HOST,
+    requestDeadlineMs: e.REQUEST_DEADLINE_MS,
+    shutdownGraceSeconds: e.SHUTDOWN_GRACE_SECONDS,
   };
 }
 

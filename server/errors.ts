@@ -21,6 +21,9 @@ export const ERROR_TABLE = {
   UNAVAILABLE: { status: 503, name: 'ServiceUnavailable' },
 } as const satisfies Record<string, { status: number; name: string }>;
 
+/** Retry-After on a 503 for a dependency outage (database, Redis, crypto, deadline). */
+export const RETRY_AFTER_SECONDS = 2;
+
 export type ErrorCode = keyof typeof ERROR_TABLE;
 
 export class AppError extends Error {
@@ -87,7 +90,9 @@ export function toErrorBody(err: unknown, reqId: string): { status: number; body
         unavailable: ['UNAVAILABLE', 'The database is unavailable; retry shortly'],
       } as const
     )[storage];
-    return toErrorBody(new AppError(code, message), reqId);
+    // A client that honours Retry-After comes back once a reconnect has had its chance.
+    const headers = storage === 'unavailable' ? { 'Retry-After': String(RETRY_AFTER_SECONDS) } : undefined;
+    return toErrorBody(new AppError(code, message, { headers }), reqId);
   }
   // Anything else is a bug: never echo its message (it could carry data).
   return {

@@ -58,14 +58,18 @@ async function main() {
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    log.info({ event: 'shutdown', signal }, `${signal} received, shutting down`);
-    service.close().then(
-      () => {
-        log.info({ event: 'stopped' }, 'stopped');
+    log.info(
+      { event: 'shutdown', signal, inFlight: service.inFlight(), graceSeconds: config.shutdownGraceSeconds },
+      `${signal} received: not ready, port closed, finishing ${service.inFlight()} request(s) in flight (up to ${config.shutdownGraceSeconds} s)`,
+    );
+    service.shutdown(config.shutdownGraceSeconds * 1000).then(
+      (drained) => {
+        if (!drained) log.warn({ event: 'shutdown' }, `shutdown: requests still in flight after ${config.shutdownGraceSeconds} s were cut off`);
+        log.info({ event: 'stopped' }, 'shutdown complete');
         process.exit(0);
       },
       (err: Error) => {
-        log.error({ event: 'stopped', err: err.message }, 'shutdown failed');
+        log.error({ event: 'stopped', err: err.message }, `shutdown failed: ${err.message}`);
         process.exit(1);
       },
     );

@@ -4,13 +4,13 @@ import { memoryBus, redisBus, type CacheBus } from '../storage/cache.js';
 import { connectDatabase, type Database } from '../storage/db.js';
 import { createStore, type Store } from '../storage/index.js';
 import { sweepAccessTokens } from '../storage/identities.js';
-import { migrate } from '../storage/migrate.js';
+import { loadMigrations, migrate } from '../storage/migrate.js';
 import { authenticator, type Authenticator } from './auth/authenticate.js';
 import { deriveAuthKeys } from './auth/tokens.js';
 import { setupCodeRequired, type Config } from './config.js';
 import { accessControl, type AccessControl } from './domain/access.js';
 import { auditDomain, auditHeadLog, openAuditKey, TRAIL_MISSING_WARNING, type AuditDomain } from './domain/audit.js';
-import { createCaches, type Caches } from './domain/caches.js';
+import { CACHE_SWEEP_MS, createCaches, type Caches } from './domain/caches.js';
 import { environmentsDomain, type EnvironmentsDomain } from './domain/environments.js';
 import { exportDomain, type ExportDomain } from './domain/export.js';
 import { foldersDomain, type FoldersDomain } from './domain/folders.js';
@@ -49,8 +49,20 @@ export interface Services {
   users: UsersDomain;
   auth: Authenticator;
   config: Pick<Config, 'sessionTtlSeconds' | 'cookieSecure'>;
+  /** Set at the start of a graceful shutdown: readiness fails from then on. */
+  lifecycle: { shuttingDown: boolean };
+  /** What the readiness probe reports: each dependency `ok`, `not configured`, or why it is not. */
+  readiness(): Promise<Readiness>;
   close(): Promise<void>;
 }
+
+export interface Readiness {
+  ready: boolean;
+  checks: Record<'database' | 'migrations' | 'redis' | 'crypto' | 'shutdown', string>;
+}
+
+/** How long the readiness probe waits for the database to answer `select`. */
+export const READINESS_DB_TIMEOUT_MS = 1_000;
 
 export const CRYPTO_WORKER_LOST = 'a crypto worker stopped; exiting so the service restarts with its keys';
 
@@ -133,9 +145,11 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       databaseUrl: config.databaseUrl,
       dataDir: config.dataDir,
       waitMs: config.dbWaitMs,
+      deadlineMs: config.requestDeadlineMs,
       log: (m) => log.warn({ event: 'database-wait' }, m),
     });
     cleanups.push(() => db.close());
+    const expectedMigration = (await loadMigrations()).length;
     const applied = await migrate(db.sql);
     if (applied.length) log.info({ event: 'migrations', applied }, `applied database migrations ${applied.join(', ')}`);
     else log.info({ event: 'migrations', applied }, 'database schema up to date');
@@ -220,7 +234,43 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       setupCode: firstVisit,
     });
     const machine = machineAuth({ store, keyring, tokens: authKeys.identity, caches, changes, lockout });
+    // Expired entries leave the caches (and the verified-token map) on a timer, not only
+    // when their key is asked for again: memory follows what was used recently.
+    const sweeper = setInterval(() => {
+      caches.sweep();
+      machine.sweep();
+      users.sweep();
+    }, CACHE_SWEEP_MS);
+    sweeper.unref();
+    cleanups.push(async () => clearInterval(sweeper));
+    const lifecycle = { shuttingDown: false };
+    async function readiness(): Promise<Readiness> {
+      const checks: Readiness['checks'] = { database: 'ok', migrations: 'ok', redis: 'not configured', crypto: 'ok', shutdown: 'ok' };
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        const rows = await Promise.race([
+          db.sql<{ version: number }[]>`select coalesce(max(version), 0)::int as version from schema_migrations`,
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new Error(`no answer within ${READINESS_DB_TIMEOUT_MS} ms`)), READINESS_DB_TIMEOUT_MS);
+          }),
+        ]);
+        const version = rows[0]?.version ?? 0;
+        if (version < expectedMigration) checks.migrations = `at ${version}, expected ${expectedMigration}`;
+      } catch (err) {
+        checks.database = `unreachable (${describe(err)})`;
+        checks.migrations = 'unknown';
+      } finally {
+        clearTimeout(timer);
+      }
+      if (bus.kind === 'redis') checks.redis = bus.live ? 'ok' : 'not subscribed (caches bypassed)';
+      if (!crypto.alive) checks.crypto = 'worker pool stopped';
+      if (lifecycle.shuttingDown) checks.shutdown = 'shutting down';
+      const ready = Object.values(checks).every((v) => v === 'ok' || v === 'not configured');
+      return { ready, checks };
+    }
     return {
+      lifecycle,
+      readiness,
       db,
       store,
       crypto,

@@ -45,10 +45,22 @@ export function memoryBus(): CacheBus {
   };
 }
 
-/** How long a publisher waits for Redis, and then for the other replicas, to confirm an invalidation. */
-export const ACK_TIMEOUT_MS = 2_000;
-/** How often the subscriber proves that Redis still answers it (a hung Redis or a silent partition closes nothing). */
-export const HEARTBEAT_MS = 5_000;
+/**
+ * The fail-closed bound: a replica whose subscriber has had no confirmed round trip with
+ * Redis (a PING sent at most this long ago and answered) stops serving from its caches.
+ */
+export const STALE_AFTER_MS = 1_000;
+/** How often the subscriber PINGs Redis (a hung Redis or a silent partition closes nothing). */
+export const HEARTBEAT_MS = 250;
+/**
+ * How long a publisher waits for Redis, and then for the other replicas, to confirm an
+ * invalidation; and the least time a write whose invalidation could not be confirmed waits
+ * before it is answered. Longer than STALE_AFTER_MS: by then every replica that did not
+ * hear it has stopped serving from its caches.
+ */
+export const ACK_TIMEOUT_MS = 1_500;
+/** A subscriber whose PING has gone unanswered this long is reconnected. */
+export const RECONNECT_HUNG_AFTER_MS = 10_000;
 
 export interface RedisBusOptions {
   /**
@@ -59,6 +71,8 @@ export interface RedisBusOptions {
   log?: (msg: string) => void;
   ackTimeoutMs?: number;
   heartbeatMs?: number;
+  /** Default STALE_AFTER_MS, and always less than ackTimeoutMs. */
+  staleAfterMs?: number;
   /** How long start-up waits (with backoff) for an unreachable Redis. */
   waitMs?: number;
 }
@@ -87,7 +101,10 @@ type Message = { o?: unknown; t?: unknown; k?: unknown; i?: unknown; flush?: unk
  * every replica to flush (whichever comes first).
  */
 export async function redisBus(url: string, opts: RedisBusOptions = {}): Promise<CacheBus> {
-  const { log, ackTimeoutMs = ACK_TIMEOUT_MS, heartbeatMs = HEARTBEAT_MS } = opts;
+  const { log, ackTimeoutMs = ACK_TIMEOUT_MS } = opts;
+  const staleAfterMs = Math.min(opts.staleAfterMs ?? STALE_AFTER_MS, Math.floor((ackTimeoutMs * 2) / 3));
+  // Several PINGs fit in the bound, so a healthy link never looks stale.
+  const heartbeatMs = Math.min(opts.heartbeatMs ?? HEARTBEAT_MS, Math.max(10, Math.floor(staleAfterMs / 4)));
   const prefix = `vault-standalone:${opts.namespace ?? 'default'}`;
   const channel = `${prefix}:invalidate`;
   const origin = randomUUID();
@@ -119,9 +136,20 @@ export async function redisBus(url: string, opts: RedisBusOptions = {}): Promise
     await sub.subscribe(channel, ackChannel);
   };
 
+  // Subscribed on the current connection, and when the last PING answered on it was sent.
+  let linked = false;
+  let confirmedAt = -Infinity;
+  const fresh = () => performance.now() - confirmedAt <= staleAfterMs;
   const bus = {
     kind: 'redis' as const,
-    live: false,
+    /**
+     * Every invalidation published more than staleAfterMs ago has reached this replica:
+     * the subscriber is subscribed and a PING sent since then was answered on it (Redis
+     * answers in order, so it delivered everything it published before that PING).
+     */
+    get live() {
+      return linked && fresh();
+    },
     epoch: 0,
     subscribe: (h: InvalidationHandler) => void handlers.push(h),
     onReset: (r: () => void) => void resets.push(r),
@@ -138,20 +166,33 @@ export async function redisBus(url: string, opts: RedisBusOptions = {}): Promise
   let connection = 0; // bumped on every close, so an answer from an older connection is ignored
   function linkLost(reason: string) {
     connection++;
-    if (!bus.live) return;
-    bus.live = false;
+    pingSentAt = undefined;
+    if (!linked) return;
+    linked = false;
     resetAll();
     if (!closed) log?.(`redis: invalidation link lost (${reason}); caches bypassed until it is back`);
+  }
+  /** A round trip on the subscriber that began at `sentAt` completed. */
+  function confirmed(sentAt: number) {
+    const wasLive = bus.live;
+    if (sentAt > confirmedAt) confirmedAt = sentAt;
+    if (!wasLive && bus.live) {
+      // Invalidations may have been withheld meanwhile: forget everything cached before.
+      resetAll();
+      log?.('redis: answering again; caches flushed and in use again');
+    }
   }
   sub.on('close', () => linkLost('connection closed'));
   sub.on('end', () => linkLost('connection closed'));
   sub.on('ready', () => {
     if (starting || closed) return;
     const mine = connection;
+    const sentAt = performance.now();
     sub.subscribe(channel, ackChannel).then(
       () => {
         if (mine !== connection || closed) return;
-        bus.live = true;
+        linked = true;
+        confirmedAt = sentAt;
         resetAll();
         log?.('redis: invalidation link back; caches flushed and in use again');
       },
@@ -209,14 +250,25 @@ export async function redisBus(url: string, opts: RedisBusOptions = {}): Promise
     }
   }
 
+  /**
+   * An invalidation that could not be confirmed: it joins the flush sent when Redis answers,
+   * and the write is answered no sooner than ackTimeoutMs after it began, when every
+   * replica that could not hear it has stopped serving from its caches (staleAfterMs).
+   */
+  async function unconfirmed(started: number, reason: string) {
+    notSent(reason);
+    const wait = ackTimeoutMs - (performance.now() - started);
+    if (wait > 0 && !closed) await new Promise((r) => setTimeout(r, wait));
+  }
+
   async function publish(topic: string, key: string) {
     for (const h of handlers) h(topic, key);
     if (closed) return;
-    // Redis just came back: the flush goes first, then this is sent and confirmed as usual.
-    if (unsent > 0 && flushing) await flushing;
-    // While earlier invalidations wait to be sent (Redis gone or hung), this one joins the
-    // flush that follows; retrying is left to the reconnect and the heartbeat.
-    if (unsent > 0 || pub.status !== 'ready') return notSent(pub.status === 'ready' ? 'earlier ones pending' : 'not connected');
+    const started = performance.now();
+    // Earlier invalidations wait to be sent: the flush that stands for them goes first
+    // (at once if Redis answers), then this one is sent and confirmed as usual.
+    if (unsent > 0) await sendFlush();
+    if (unsent > 0 || pub.status !== 'ready') return unconfirmed(started, pub.status === 'ready' ? 'earlier ones pending' : 'not connected');
     const id = ++seq;
     // Registered before publishing: an acknowledgement may overtake PUBLISH's reply.
     let done!: () => void;
@@ -228,9 +280,9 @@ export async function redisBus(url: string, opts: RedisBusOptions = {}): Promise
       try {
         receivers = await within(ackTimeoutMs, pub.publish(channel, JSON.stringify({ o: origin, t: topic, k: key, i: id })));
       } catch (err) {
-        return notSent(describe(err));
+        return await unconfirmed(started, describe(err));
       }
-      w.expected = receivers - (bus.live ? 1 : 0); // our own subscriber counts too, when subscribed
+      w.expected = receivers - (linked ? 1 : 0); // our own subscriber counts too, when subscribed
       if (w.acks >= w.expected) return;
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), ackTimeoutMs)));
@@ -244,15 +296,37 @@ export async function redisBus(url: string, opts: RedisBusOptions = {}): Promise
   }
 
   // --- heartbeat: a hung Redis or a silent partition closes no socket ---
+  // One PING in flight at a time; its answer confirms the link (see `live`). A PING
+  // unanswered for RECONNECT_HUNG_AFTER_MS gets the subscriber reconnected.
+  let pingSentAt: number | undefined;
+  let wasLive = true;
   const heartbeat = setInterval(() => {
-    if (bus.live) {
-      const mine = connection;
-      within(ackTimeoutMs, sub.ping()).catch(() => {
-        if (mine !== connection || closed) return;
-        linkLost(`no answer within ${ackTimeoutMs} ms`);
+    if (linked && !closed) {
+      const now = performance.now();
+      if (pingSentAt === undefined) {
+        const mine = connection;
+        const sentAt = (pingSentAt = now);
+        sub.ping().then(
+          () => {
+            if (mine !== connection || closed) return;
+            pingSentAt = undefined;
+            confirmed(sentAt);
+          },
+          () => {}, // the connection dropped: 'close' follows
+        );
+      } else if (now - pingSentAt > RECONNECT_HUNG_AFTER_MS) {
+        linkLost(`no answer within ${RECONNECT_HUNG_AFTER_MS} ms`);
         sub.disconnect(true);
-      });
+      }
+      // Tell the caches (and the log) as soon as the bound is passed.
+      const live = bus.live;
+      if (wasLive && !live && linked) {
+        resetAll();
+        log?.(`redis: no answer within ${staleAfterMs} ms; caches bypassed until Redis answers`);
+      }
+      wasLive = live;
     }
+    // Invalidations that could not be sent are retried as soon as Redis answers.
     void sendFlush();
   }, heartbeatMs);
   heartbeat.unref();
@@ -272,7 +346,8 @@ export async function redisBus(url: string, opts: RedisBusOptions = {}): Promise
     throw err;
   }
   starting = false;
-  bus.live = true;
+  linked = true;
+  confirmedAt = performance.now();
   return bus;
 }
 
@@ -321,7 +396,10 @@ export class ReadThroughCache<V> {
   private readonly entries = new Map<string, { value: V; expires: number }>();
   private readonly inflight = new Map<string, Promise<V>>();
   private generation = 0;
+  /** Per key, bumped by an invalidation while a load of it runs; dropped when none runs. */
   private readonly keyGenerations = new Map<string, number>();
+  /** Loads running per key (only their keys need a generation). */
+  private readonly running = new Map<string, number>();
 
   private epoch: number;
 
@@ -332,8 +410,22 @@ export class ReadThroughCache<V> {
     private readonly maxEntries = 10_000,
     private readonly ttlMs = 60_000,
     private readonly feed?: InvalidationFeed,
+    /** Values for which this is false are returned but never stored (a revoked token's null). */
+    private readonly keep?: (value: V) => boolean,
   ) {
     this.epoch = feed?.epoch ?? 0;
+  }
+
+  /** Drops the entries whose time is up (get() would reload them anyway); returns how many. */
+  sweep(now = Date.now()): number {
+    let n = 0;
+    for (const [k, e] of this.entries) {
+      if (e.expires <= now) {
+        this.entries.delete(k);
+        n++;
+      }
+    }
+    return n;
   }
 
   async get(key: string, load: () => Promise<V>): Promise<V> {
@@ -362,20 +454,47 @@ export class ReadThroughCache<V> {
     this.counts.misses++;
     const startGen = this.generation;
     const startKeyGen = this.keyGenerations.get(key) ?? 0;
-    const p = load().then(
+    this.running.set(key, (this.running.get(key) ?? 0) + 1);
+    const settled = () => {
+      const n = (this.running.get(key) ?? 1) - 1;
+      if (n > 0) {
+        this.running.set(key, n);
+      } else {
+        // No load of this key left to protect: its generation is not needed any more.
+        this.running.delete(key);
+        this.keyGenerations.delete(key);
+      }
+    };
+    let loading: Promise<V>;
+    try {
+      loading = load();
+    } catch (err) {
+      settled();
+      throw err;
+    }
+    const p = loading.then(
       (value) => {
         if (this.inflight.get(key) === p) this.inflight.delete(key);
-        if (this.generation === startGen && (this.keyGenerations.get(key) ?? 0) === startKeyGen && this.feedUnchanged()) {
+        const store =
+          this.generation === startGen &&
+          (this.keyGenerations.get(key) ?? 0) === startKeyGen &&
+          this.feedUnchanged() &&
+          (this.keep === undefined || this.keep(value));
+        settled();
+        if (store) {
           if (this.entries.size >= this.maxEntries) {
             const oldest = this.entries.keys().next();
             if (!oldest.done) this.entries.delete(oldest.value);
           }
+          // Re-inserted at the end: eviction takes the least recently loaded.
+          this.entries.delete(key);
           this.entries.set(key, { value, expires: Date.now() + this.ttlMs });
         }
         return value;
       },
       (err) => {
         if (this.inflight.get(key) === p) this.inflight.delete(key);
+        settled();
         throw err;
       },
     );
@@ -391,7 +510,8 @@ export class ReadThroughCache<V> {
   invalidate(key: string): void {
     this.entries.delete(key);
     this.inflight.delete(key);
-    this.keyGenerations.set(key, (this.keyGenerations.get(key) ?? 0) + 1);
+    // Only a load running now could store what this invalidates; later ones load afresh.
+    if (this.running.has(key)) this.keyGenerations.set(key, (this.keyGenerations.get(key) ?? 0) + 1);
     if (this.keyGenerations.size > this.maxEntries * 2) {
       // Keep the generation map bounded; a global bump keeps racing loads from storing.
       this.keyGenerations.clear();
@@ -418,5 +538,10 @@ export class ReadThroughCache<V> {
 
   get size(): number {
     return this.entries.size;
+  }
+
+  /** Keys with a generation held (bounded by the loads running): for the memory tests. */
+  get trackedKeys(): number {
+    return this.keyGenerations.size;
   }
 }

@@ -28,6 +28,18 @@ export interface ConnectOptions {
   waitMs?: number;
   log?: (msg: string) => void;
   poolSize?: number;
+  /**
+   * The service's request deadline: a connection attempt gives up within it, and a lost
+   * connection is retried at most MAX_RECONNECT_DELAY_S apart, so a request never waits
+   * on the driver much longer than the deadline it is raced against.
+   */
+  deadlineMs?: number;
+}
+
+/** postgres.js's default backoff grows to 20 s between attempts (requests hung 13–18 s): cap it. */
+export const MAX_RECONNECT_DELAY_S = 1;
+export function reconnectDelaySeconds(retries: number): number {
+  return Math.min(0.05 * 2 ** retries, MAX_RECONNECT_DELAY_S);
 }
 
 const baseOptions: postgres.Options<Record<string, postgres.PostgresType>> = {
@@ -50,7 +62,8 @@ async function connectServer(url: string, opts: ConnectOptions): Promise<Databas
     ...baseOptions,
     max: opts.poolSize ?? 10,
     idle_timeout: 60,
-    connect_timeout: 10,
+    connect_timeout: Math.max(1, Math.ceil((opts.deadlineMs ?? 10_000) / 1000)),
+    backoff: reconnectDelaySeconds,
   }) as unknown as Sql;
   await waitForDatabase(sql, opts.waitMs ?? 180_000, opts.log);
   return { sql, kind: 'postgres', close: () => sql.end({ timeout: 5 }) };

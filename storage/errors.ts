@@ -11,21 +11,42 @@ const BY_SQLSTATE: Record<string, StorageFailure> = {
   '22001': 'invalid-input', // string_data_right_truncation
   '22021': 'invalid-input', // character_not_in_repertoire (a NUL in text)
   '57P01': 'unavailable', // admin_shutdown
+  '57P02': 'unavailable', // crash_shutdown
+  '57P03': 'unavailable', // cannot_connect_now ("the database system is starting up")
+  '57P05': 'unavailable', // idle_session_timeout
   '53300': 'unavailable', // too_many_connections
+  '53000': 'unavailable', // insufficient_resources
+  '55P03': 'unavailable', // lock_not_available (lock_timeout)
+  '57014': 'unavailable', // query_canceled (statement_timeout)
 };
 
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', 'EPIPE']);
+/** Driver and socket codes for a connection that is gone, refused or never made. */
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+]);
 
 export function classifyStorageError(err: unknown): StorageFailure | undefined {
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code !== 'string') return undefined;
-  return BY_SQLSTATE[code] ?? (CONNECTION_CODES.has(code) ? 'unavailable' : undefined);
+  const known = BY_SQLSTATE[code];
+  if (known) return known;
+  // SQLSTATE class 08: connection exception (08000, 08003, 08006, 08001, 08004, 08P01, ...).
+  if (code.length === 5 && code.startsWith('08')) return 'unavailable';
+  return CONNECTION_CODES.has(code) ? 'unavailable' : undefined;
 }
 
-/**
- * A unique index refused the write: a concurrent change took the name between a
- * domain's check and its insert. Domains turn it into the answer their check gives.
- */
 export function isUniqueViolation(err: unknown): boolean {
   return (err as { code?: unknown } | null)?.code === '23505';
 }

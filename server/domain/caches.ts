@@ -34,13 +34,31 @@ export type Topic = (typeof topics)[keyof typeof topics];
  */
 export const CACHE_TTL_MS = 60_000;
 
+/**
+ * Entry bounds. An entry lives CACHE_TTL_MS after its load at most (swept every
+ * CACHE_SWEEP_MS), so what is cached is what was used in the last minute, and these caps
+ * only bind under an unusual spread of keys. Sizes measured on the main thread's heap:
+ * - projects: ~1 KB each (record with its environments); 1,000 → ~1 MB.
+ * - roles: ~200 B each (key `project:kind:id` and a role); 10,000 → ~2 MB: every identity and
+ *   person of a large installation, per project they use within a minute.
+ * - folders: a snapshot holds a folder's ciphertext rows, ~300 B per secret (the seed's 14
+ *   secrets: ~5 KB); 2,000 → ~10 MB at 14 secrets, ~100 MB only for 150-secret folders.
+ * - accessTokens: ~400 B each; 10,000 → ~4 MB. A token is looked up while its holder syncs
+ *   (ESO: login, read, revoke within seconds), so entries follow the syncs of the last
+ *   minute. A revoked or expired token (null) is never stored: it leaves on revocation
+ *   (invalidated on every replica) and does not come back.
+ */
+export const CACHE_LIMITS = { projects: 1_000, roles: 10_000, folders: 2_000, accessTokens: 10_000 } as const;
+/** How often expired entries are dropped (services.ts runs the sweep). */
+export const CACHE_SWEEP_MS = 30_000;
+
 export function createCaches(bus: CacheBus) {
   // Bound to the bus: bypassed while this replica cannot hear the others' invalidations.
   const caches = {
-    projects: new ReadThroughCache<ProjectRecord | null>(1_000, CACHE_TTL_MS, bus),
-    roles: new ReadThroughCache<Role | null>(50_000, CACHE_TTL_MS, bus),
-    folders: new ReadThroughCache<FolderSnapshot | null>(10_000, CACHE_TTL_MS, bus),
-    accessTokens: new ReadThroughCache<AccessTokenState | null>(100_000, CACHE_TTL_MS, bus),
+    projects: new ReadThroughCache<ProjectRecord | null>(CACHE_LIMITS.projects, CACHE_TTL_MS, bus),
+    roles: new ReadThroughCache<Role | null>(CACHE_LIMITS.roles, CACHE_TTL_MS, bus),
+    folders: new ReadThroughCache<FolderSnapshot | null>(CACHE_LIMITS.folders, CACHE_TTL_MS, bus),
+    accessTokens: new ReadThroughCache<AccessTokenState | null>(CACHE_LIMITS.accessTokens, CACHE_TTL_MS, bus, (state) => state !== null),
   };
 
   bus.subscribe((topic, key) => {
@@ -71,9 +89,17 @@ export function createCaches(bus: CacheBus) {
     }
   });
   // Frees the memory at once; the caches would also drop these entries on their next get.
+  const all = Object.values(caches);
   bus.onReset(() => {
-    for (const c of Object.values(caches)) c.clear();
+    for (const c of all) c.clear();
   });
-  return caches;
+  return Object.assign(caches, {
+    /** Drops expired entries of every cache; returns how many. */
+    sweep(now = Date.now()): number {
+      let n = 0;
+      for (const c of all) n += c.sweep(now);
+      return n;
+    },
+  });
 }
 export type Caches = ReturnType<typeof createCaches>;

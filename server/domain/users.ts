@@ -180,6 +180,9 @@ export async function usersDomain(deps: UsersDeps) {
   }
 
   return {
+    /** Drops expired session entries (services.ts runs it with the caches' sweep). */
+    sweep: (): number => live.sweep(),
+
     async initialized(): Promise<boolean> {
       return (await store.users.count()) > 0;
     },

@@ -5,7 +5,7 @@
 import { randomFillSync } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { HttpRequest as UwsRequest, HttpResponse as UwsResponse, TemplatedApp, us_listen_socket, us_socket } from 'uWebSockets.js';
-import { AppError, toErrorBody } from '../errors.js';
+import { AppError, RETRY_AFTER_SECONDS, toErrorBody } from '../errors.js';
 import type { Handler, HttpReply, HttpRequest, Method, RequestRecord, Router } from './types.js';
 import { uws } from './uws.js';
 
@@ -30,6 +30,11 @@ export interface HttpServerOptions {
    * for the request log and the metrics. Must not throw.
    */
   onResponse?: (record: RequestRecord) => void;
+  /**
+   * A handler that has not answered within this many ms is answered 503 with Retry-After
+   * (its work goes on; its late reply is dropped). Default: no deadline.
+   */
+  deadlineMs?: number;
 }
 
 export interface HttpServer {
@@ -37,13 +42,30 @@ export interface HttpServer {
   /** Resolves with the port actually bound (useful with port 0). */
   listen(port: number, host?: string): Promise<number>;
   /**
-   * Stops accepting connections; in-flight requests may finish (keep-alive connections
-   * stay open until idle). `force`: also drop every open connection at once. Idempotent.
+   * Stops accepting connections; in-flight requests may finish, and every response sent
+   * from now on closes its connection (`Connection: close`), so keep-alive clients move
+   * on. `force`: also drop every open connection at once. Idempotent.
    */
   close(force?: boolean): void;
+  /**
+   * Resolves true once no request has been in flight for `quietMs` (default
+   * DRAIN_QUIET_MS), or false when `timeoutMs` ran out first.
+   */
+  drain(timeoutMs: number, quietMs?: number): Promise<boolean>;
+  /** Requests received and not yet answered (nor abandoned by their client). */
+  readonly inFlight: number;
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+/** How long a drain waits with nothing in flight before it is done. */
+export const DRAIN_QUIET_MS = 250;
+/** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT: bind without SO_REUSEPORT. */
+const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
+
+/** The port could not be bound (another process holds it). */
+export class ListenError extends Error {
+  override readonly name = 'ListenError';
+}
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 export const DEFAULT_SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   'X-Content-Type-Options': 'nosniff',
@@ -129,13 +151,25 @@ class Exchange {
   /** A HEAD request: answered as GET, with the headers (Content-Length included) and no body. */
   head = false;
   readonly onAborted: () => void;
+  /** Called once, when the exchange is answered or abandoned (in-flight accounting). */
+  settle: () => void;
+  /** The deadline timer, cleared on the answer. */
+  timer: NodeJS.Timeout | undefined = undefined;
 
-  constructor(res: UwsResponse, req: PlainRequest, report: ((ex: Exchange, status: number) => void) | undefined) {
+  constructor(res: UwsResponse, req: PlainRequest, settle: () => void, report: ((ex: Exchange, status: number) => void) | undefined) {
     this.res = res;
     this.req = req;
+    let settled = false;
+    this.settle = () => {
+      if (settled) return;
+      settled = true;
+      if (this.timer !== undefined) clearTimeout(this.timer);
+      settle();
+    };
     this.onAborted = () => {
       if (!this.done && report !== undefined) report(this, 499);
       this.done = true;
+      this.settle();
     };
   }
 }
@@ -383,9 +417,21 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
     if (hasCrLf(k) || hasCrLf(v)) throw new Error(`Invalid security header ${JSON.stringify(k)}`);
   }
 
+  const deadlineMs = opts.deadlineMs;
+  if (deadlineMs !== undefined && (!Number.isSafeInteger(deadlineMs) || deadlineMs <= 0)) throw new Error(`Invalid deadlineMs: ${deadlineMs}`);
+
   const app = uws.App();
   let listenSocket: us_listen_socket | undefined;
   let closed = false;
+  let inFlight = 0;
+  let idle: Array<() => void> = [];
+  const settle = () => {
+    if (--inFlight === 0 && idle.length > 0) {
+      const waiting = idle;
+      idle = [];
+      for (const w of waiting) w();
+    }
+  };
 
   // -- writing ---------------------------------------------------------------------------
 
@@ -400,6 +446,10 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
     if (ex.done) return;
     // Nothing may touch `res` after end().
     ex.done = true;
+    ex.settle();
+    // Shutting down: end(body, true) sends `Connection: close` and closes the connection
+    // after this answer, so a keep-alive client sends its next request elsewhere.
+    const draining = closed;
     wRes = ex.res;
     wStatus = statusLine(status);
     wContentType = contentType;
@@ -408,7 +458,7 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
     wExtra = extra;
     wBody = body;
     wHead = ex.head;
-    wClose = close;
+    wClose = close || draining;
     try {
       ex.res.cork(corkedWrite);
     } catch (err) {
@@ -495,6 +545,14 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
   }
 
   function dispatch(ex: Exchange, handler: Handler): void {
+    if (deadlineMs !== undefined) {
+      ex.timer = setTimeout(() => {
+        ex.timer = undefined;
+        sendError(ex, new AppError('UNAVAILABLE', `The request did not complete within ${deadlineMs} ms; retry shortly`, {
+          headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },
+        }));
+      }, deadlineMs);
+    }
     let out: Promise<HttpReply> | HttpReply;
     try {
       out = handler(ex.req);
@@ -535,7 +593,8 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
       headers,
       Buffer.from(res.getRemoteAddressAsText()).toString(),
     );
-    const ex = new Exchange(res, request, report);
+    inFlight++;
+    const ex = new Exchange(res, request, settle, report);
     ex.head = head;
     res.onAborted(ex.onAborted);
 
@@ -570,6 +629,7 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
       if (length < 0) {
         // Framing we cannot agree on with uWS's parser.
         ex.done = true;
+        ex.settle();
         res.close();
         return undefined;
       }
@@ -597,6 +657,7 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
       if (received + n > expected) {
         // Unreachable with uWS's Content-Length framing; never read past the cap anyway.
         ex.done = true;
+        ex.settle();
         ex.res.close();
         return;
       }
@@ -609,6 +670,7 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
       }
       if (received !== expected) {
         ex.done = true;
+        ex.settle();
         ex.res.close();
         return;
       }
@@ -674,15 +736,45 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
         }
         const onListen = (socket: us_listen_socket | false) => {
           if (socket === false) {
-            reject(new Error(`Cannot listen on ${host ?? '*'}:${port}`));
+            reject(new ListenError(`cannot listen on ${host ?? '*'}:${port}: the port is in use by another process (or not permitted)`));
             return;
           }
           listenSocket = socket;
           resolve(uws.us_socket_local_port(socket as unknown as us_socket));
         };
-        if (host === undefined) app.listen(port, onListen);
-        else app.listen(host, port, onListen);
+        // Exclusive: without it uSockets sets SO_REUSEPORT and a second instance on the
+        // same port silently gets half of the connections.
+        const listenExclusive = app.listen as unknown as (host: string, port: number, options: number, cb: typeof onListen) => void;
+        listenExclusive.call(app, host ?? '0.0.0.0', port, LIBUS_LISTEN_EXCLUSIVE_PORT, onListen);
       });
+    },
+    get inFlight() {
+      return inFlight;
+    },
+    async drain(timeoutMs: number, quietMs = DRAIN_QUIET_MS): Promise<boolean> {
+      const until = performance.now() + timeoutMs;
+      // Done once nothing has been in flight for quietMs: a request already on its way on
+      // a kept-alive connection when the last answer went out is received and answered.
+      for (;;) {
+        const left = until - performance.now();
+        if (left <= 0) return inFlight === 0;
+        if (inFlight > 0) {
+          const idleNow = await new Promise<boolean>((resolve) => {
+            const timer = setTimeout(() => {
+              idle = idle.filter((w) => w !== done);
+              resolve(false);
+            }, left);
+            const done = () => {
+              clearTimeout(timer);
+              resolve(true);
+            };
+            idle.push(done);
+          });
+          if (!idleNow) return false;
+        }
+        await new Promise((r) => setTimeout(r, Math.min(quietMs, Math.max(0, until - performance.now()))));
+        if (inFlight === 0) return true;
+      }
     },
     close(force = false): void {
       closed = true;

@@ -47,6 +47,8 @@ export const errorSchema = z.object({
   message: z.string(),
   error: z.string(),
   details: z.unknown().optional(),
+  /** The readiness probe's 503: each check, and why it failed. */
+  checks: z.record(z.string(), z.string()).optional(),
 });
 
 export function secretRaw(s: SecretView): z.infer<typeof secretSchema> {

@@ -77,3 +77,15 @@ t.test('LOG_LEVEL', async (t) => {
   for (const l of ['debug', 'info', 'warn', 'error', 'silent'] as const) t.equal(parseConfig({ ...good, LOG_LEVEL: l }).logLevel, l);
   t.throws(() => parseConfig({ ...good, LOG_LEVEL: 'verbose' }), { message: /^invalid LOG_LEVEL/ });
 });
+
+t.test('REQUEST_DEADLINE_MS and SHUTDOWN_GRACE_SECONDS', async (t) => {
+  const c = parseConfig(good);
+  t.equal(c.requestDeadlineMs, 5000);
+  t.equal(c.shutdownGraceSeconds, 25);
+  t.equal(parseConfig({ ...good, REQUEST_DEADLINE_MS: '750', SHUTDOWN_GRACE_SECONDS: '0' }).requestDeadlineMs, 750);
+  t.equal(parseConfig({ ...good, SHUTDOWN_GRACE_SECONDS: '0' }).shutdownGraceSeconds, 0);
+  t.equal(parseConfig({ ...good, REQUEST_DEADLINE_MS: '', SHUTDOWN_GRACE_SECONDS: '' }).requestDeadlineMs, 5000, 'empty means unset');
+  t.throws(() => parseConfig({ ...good, REQUEST_DEADLINE_MS: '50' }), { message: /^invalid REQUEST_DEADLINE_MS: must be at least 100$/ });
+  t.throws(() => parseConfig({ ...good, REQUEST_DEADLINE_MS: '5s' }), { message: /^invalid REQUEST_DEADLINE_MS: must be a whole number$/ });
+  t.throws(() => parseConfig({ ...good, SHUTDOWN_GRACE_SECONDS: '3601' }), { message: /^invalid SHUTDOWN_GRACE_SECONDS: must be at most 3600$/ });
+});

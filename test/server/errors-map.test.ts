@@ -38,6 +38,18 @@ t.test('storage failures by SQLSTATE', async (t) => {
   t.notMatch(leak.body.message, /hunter2/, 'the driver message is never echoed');
 });
 
+t.test('every connection-class failure is a 503 with Retry-After', async (t) => {
+  const codes = ['08000', '08001', '08003', '08004', '08006', '08P01', '57P01', '57P02', '57P03', '53300', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT'];
+  for (const code of codes) {
+    const r = toErrorBody(Object.assign(new Error('the database system is starting up'), { code }), 'r');
+    t.equal(r.status, 503, code);
+    t.equal(r.body.error, 'ServiceUnavailable', code);
+    t.match(r.headers?.['Retry-After'], /^\d+$/, `${code}: Retry-After`);
+  }
+  t.equal(toErrorBody(Object.assign(new Error('x'), { code: '23505' }), 'r').headers, undefined, 'a conflict has no Retry-After');
+  t.equal(toErrorBody(Object.assign(new Error('x'), { code: '08' }), 'r').status, 500, 'only whole SQLSTATEs of class 08');
+});
+
 t.test('anything else: 500 with a fixed message', async (t) => {
   const r = toErrorBody(new Error('secret value hunter2'), 'r');
   t.equal(r.status, 500);

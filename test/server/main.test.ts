@@ -193,7 +193,7 @@ t.test('LOG_LEVEL drops the lines below it; start-up failures always print', asy
     const r = await run({ DATA_DIR: dir, DATABASE_URL: await freshDatabase(t), PORT: port, LOG_LEVEL: level }).exit;
     const name = `LOG_LEVEL=${JSON.stringify(level)}`;
     t.not(r.code, 0, `${name}: exits`);
-    t.match(r.stderr, `Cannot listen on 127.0.0.1:${port}`, `${name}: the failure is printed`);
+    t.match(r.stderr, `cannot listen on 127.0.0.1:${port}: the port is in use`, `${name}: the failure is printed`);
     t.equal(INFO.test(r.stdout), info, `${name}: info lines ${info ? 'shown' : 'dropped'}`);
     t.equal(WARN.test(r.stdout), warn, `${name}: warn lines ${warn ? 'shown' : 'dropped'}`);
   }

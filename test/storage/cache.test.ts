@@ -3,7 +3,7 @@
 // its caches are bypassed, and writes still go through.
 import { Redis } from 'ioredis';
 import t from 'tap';
-import { ReadThroughCache, memoryBus, redisBus } from '../../storage/cache.js';
+import { ACK_TIMEOUT_MS, HEARTBEAT_MS, ReadThroughCache, STALE_AFTER_MS, memoryBus, redisBus } from '../../storage/cache.js';
 import { REDIS_URL } from '../helpers/db.js';
 import { CuttableProxy, TestRedis, freePort, linkIs, testRedis } from '../helpers/redis.js';
 
@@ -252,4 +252,66 @@ t.test('redis bus: start-up gives up after the wait, naming the failure', async 
   const retries: string[] = [];
   await t.rejects(redisBus(url, { waitMs: 1_000, log: (m) => retries.push(m) }), /redis unreachable after 1 s: ECONNREFUSED/);
   t.match(retries, [/retrying in 250 ms/, /retrying in 500 ms/]);
+});
+
+t.test('redis bus: fail closed within the bound on a hung Redis; an unconfirmed write waits past it', async (t) => {
+  const redis = await testRedis(t);
+  const namespace = `test-${Math.random()}`;
+  const a = await redisBus(redis.url, { namespace });
+  const b = await redisBus(redis.url, { namespace });
+  t.teardown(async () => {
+    redis.thaw();
+    await a.close();
+    await b.close();
+  });
+  t.ok(b.live);
+  // b's last confirmed PING was sent before the freeze: it is not live 1 s later at most.
+  const frozenAt = performance.now();
+  redis.freeze();
+  await a.publish('role', 'k').then(() => {
+    const took = performance.now() - frozenAt;
+    t.ok(took >= ACK_TIMEOUT_MS - 5, `the write waited ${took.toFixed(0)} ms (>= ${ACK_TIMEOUT_MS})`);
+  });
+  t.notOk(b.live, 'b is no longer live when the write is answered');
+  t.ok(ACK_TIMEOUT_MS > STALE_AFTER_MS + HEARTBEAT_MS, 'the ack wait covers the bound and one heartbeat');
+  redis.thaw();
+  await Promise.all([linkIs(a, true), linkIs(b, true)]);
+  t.ok(b.live, 'live again once Redis answers');
+});
+
+t.test('sweep drops expired entries; values refused by keep are never stored', async (t) => {
+  const c = new ReadThroughCache<number | null>(100, 1_000, undefined, (v) => v !== null);
+  await c.get('a', async () => 1);
+  await c.get('b', async () => 2);
+  t.equal(c.size, 2);
+  t.equal(c.sweep(Date.now()), 0, 'nothing expired yet');
+  t.equal(c.sweep(Date.now() + 1_001), 2, 'both expired entries swept');
+  t.equal(c.size, 0);
+  t.equal(await c.get('revoked', async () => null), null);
+  t.equal(c.size, 0, 'a null (revoked token) is not cached');
+  t.equal(await c.get('revoked', async () => 3), 3, 'and is loaded afresh');
+});
+
+t.test('the least recently loaded entry is evicted at the bound', async (t) => {
+  const c = new ReadThroughCache<number>(2, 60_000);
+  await c.get('a', async () => 1);
+  await c.get('b', async () => 2);
+  await c.get('c', async () => 3);
+  t.equal(c.size, 2);
+  t.equal(await c.get('a', async () => 10), 10, 'a was evicted');
+  t.equal(await c.get('c', async () => 30), 3, 'c stayed');
+});
+
+t.test('invalidations of keys nobody is loading leave nothing behind; a racing load is still not stored', async (t) => {
+  const c = new ReadThroughCache<string>(10, 60_000);
+  for (let i = 0; i < 1_000; i++) c.invalidate(`revoked-${i}`);
+  t.equal(c.trackedKeys, 0, 'no generation kept for 1,000 revoked token ids');
+  const d = deferred<string>();
+  const p = c.get('k', () => d.promise);
+  c.invalidate('k');
+  t.equal(c.trackedKeys, 1, 'a generation while its load runs');
+  d.resolve('old');
+  t.equal(await p, 'old');
+  t.equal(c.trackedKeys, 0, 'dropped once the load settled');
+  t.equal(await c.get('k', async () => 'new'), 'new', 'the racing load was not stored');
 });

@@ -1,7 +1,7 @@
 // HEAD /api/status (probes and uptime monitors send it): the GET's status and headers,
 // JSON content type included, with no body, on a connection that stays usable.
 import t from 'tap';
-import { JSON_TYPE } from '../../helpers/http.js';
+import { JSON_TYPE, request } from '../../helpers/http.js';
 import { countResponses, rawExchange } from '../../helpers/rawSocket.js';
 import { startTestService, testEnv } from '../../helpers/service.js';
 
@@ -19,4 +19,30 @@ t.test('HEAD /api/status', async (t) => {
   t.match(head, /\r\nContent-Length: [1-9]\d*(\r\n|$)/i, 'the length the GET body has');
   t.ok(raw.data.slice(end + 4).startsWith('HTTP/1.1 200 OK\r\n'), 'no body: the next reply follows the headers');
   t.match(raw.data.slice(end + 4), /"message":"Ok"/, 'and the GET after it is served whole');
+});
+
+t.test('GET /api/health/live and /api/health/ready', async (t) => {
+  const svc = await startTestService(t, await testEnv(t, 'embedded'));
+  const live = await request(`${svc.url}/api/health/live`);
+  t.equal(live.status, 200);
+  t.same(live.body, { status: 'ok' });
+  const ready = await request(`${svc.url}/api/health/ready`);
+  t.equal(ready.status, 200);
+  t.same(ready.body, { status: 'ready', checks: { database: 'ok', migrations: 'ok', redis: 'not configured', crypto: 'ok', shutdown: 'ok' } });
+
+  // Shutting down: not ready at once, still alive.
+  svc.services.lifecycle.shuttingDown = true;
+  const notReady = await request(`${svc.url}/api/health/ready`);
+  t.equal(notReady.status, 503);
+  t.equal(notReady.headers.get('retry-after'), '2');
+  t.match(notReady.body, { statusCode: 503, error: 'ServiceUnavailable', message: 'Not ready: shutdown', checks: { shutdown: 'shutting down', database: 'ok' } });
+  t.match(notReady.body.reqId, /^req-/);
+  t.equal((await request(`${svc.url}/api/health/live`)).status, 200);
+  svc.services.lifecycle.shuttingDown = false;
+
+  // A schema behind the code's migrations: not ready, naming them.
+  await svc.services.db.sql`delete from schema_migrations where version = (select max(version) from schema_migrations)`;
+  const res = await request(`${svc.url}/api/health/ready`);
+  t.equal(res.status, 503);
+  t.match(res.body.checks, { migrations: /^at \d+, expected \d+$/, database: 'ok' });
 });
