@@ -23,6 +23,7 @@ t.test('request log and structured events; no credential or value in any line', 
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
   const ENCRYPTION_KEY = randomBytes(16).toString('hex');
   const AUTH_SECRET = randomBytes(32).toString('base64');
+  const SETUP_TOKEN = randomBytes(16).toString('hex');
   const main = runMain({
     NODE_ENV: 'production',
     ENCRYPTION_KEY,
@@ -31,6 +32,7 @@ t.test('request log and structured events; no credential or value in any line', 
     DATABASE_URL: await freshDatabase(t),
     REDIS_URL,
     LOG_LEVEL: 'debug',
+    SETUP_TOKEN,
   });
   t.teardown(() => main.stop('SIGKILL'));
   const url = await main.listening;
@@ -42,11 +44,11 @@ t.test('request log and structured events; no credential or value in any line', 
   };
 
   // Everything that must never reach a log line.
-  const forbidden: Record<string, string> = { ENCRYPTION_KEY, AUTH_SECRET, adminPassword: ADMIN.password };
+  const forbidden: Record<string, string> = { ENCRYPTION_KEY, AUTH_SECRET, SETUP_TOKEN, adminPassword: ADMIN.password };
   for (const [k, v] of Object.entries(INVENTORY)) forbidden[`value ${k}`] = v;
 
   // The seed's setup: superadmin, project, inventory, identity, client secret, membership.
-  const signup = await api('/api/v1/admin/signup', { method: 'POST', json: ADMIN });
+  const signup = await api('/api/v1/admin/signup', { method: 'POST', json: { ...ADMIN, setupCode: SETUP_TOKEN } });
   t.equal(signup.status, 200);
   const token = signup.body.token as string;
   forbidden.sessionToken = token;

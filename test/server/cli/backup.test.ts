@@ -37,11 +37,12 @@ const valuesOf = (body: { secrets: Array<{ secretKey: string; secretValue: strin
 
 t.test('embedded: backup while the service runs, restore into a fresh DATA_DIR, read back over HTTP', async (t) => {
   const keys = { ENCRYPTION_KEY: randomBytes(16).toString('hex'), AUTH_SECRET: randomBytes(32).toString('base64') };
+  const SETUP_TOKEN = randomBytes(16).toString('hex');
   const dirA = tempDir(t);
-  const a = runMain({ NODE_ENV: 'production', ...keys, DATA_DIR: dirA });
+  const a = runMain({ NODE_ENV: 'production', ...keys, DATA_DIR: dirA, SETUP_TOKEN });
   t.teardown(() => a.stop('SIGKILL'));
   const urlA = await a.listening;
-  const signup = await request(`${urlA}/api/v1/admin/signup`, { method: 'POST', json: ADMIN });
+  const signup = await request(`${urlA}/api/v1/admin/signup`, { method: 'POST', json: { ...ADMIN, setupCode: SETUP_TOKEN } });
   t.equal(signup.status, 200);
   const token = signup.body.token as string;
   t.equal((await request(`${urlA}/api/v1/projects`, { method: 'POST', token, json: { projectName: 'homelab' } })).status, 200);
