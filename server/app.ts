@@ -60,7 +60,7 @@ export async function startService(config: Config, log: Logger): Promise<Running
       logger: { error: (obj: Record<string, unknown>, msg: string) => log.error(`${msg} ${JSON.stringify(obj)}`) },
       onNotFound: loadStaticUi()?.handler,
     });
-    const api = createApi(http.router, services.auth);
+    const api = createApi(http.router, services.auth, { trustedProxies: config.trustedProxies });
     for (const register of ROUTE_MODULES) register(api, services);
     const port = await http.listen(config.port, config.host);
     return {

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
+import { parseIpRangeList, type IpRange } from './http/clientAddress.js';
 
 export const ENCRYPTION_KEY_MESSAGE = 'ENCRYPTION_KEY must be 32 hex characters';
 export const AUTH_SECRET_MESSAGE = 'invalid AUTH_SECRET';
@@ -53,6 +54,19 @@ const schema = z.object({
   COOKIE_SECURE: setting(z.enum(['auto', 'always', 'never']).default('auto')),
   LOG_LEVEL: setting(z.enum(LOG_LEVELS).default('info')),
   AUDIT_HEAD_LOG_EVERY: setting(integer(1).default(1000)),
+  TRUSTED_PROXIES: setting(
+    z
+      .string()
+      .transform((v, ctx) => {
+        const r = parseIpRangeList(v);
+        if ('error' in r) {
+          ctx.addIssue({ code: 'custom', message: r.error });
+          return z.NEVER;
+        }
+        return r.ranges;
+      })
+      .default([]),
+  ),
 });
 
 export interface Config {
@@ -77,6 +91,11 @@ export interface Config {
   logLevel: LogLevel;
   /** The audit chain's head is logged every this many entries (and at shutdown). */
   auditHeadLogEvery: number;
+  /**
+   * Proxies whose X-Forwarded-For is believed (server/http/clientAddress.ts). Empty (the
+   * default): the header is ignored and the socket's address is the client's.
+   */
+  trustedProxies: IpRange[];
 }
 
 export class ConfigError extends Error {}
@@ -113,6 +132,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     cookieSecure: e.COOKIE_SECURE,
     logLevel: e.LOG_LEVEL,
     auditHeadLogEvery: e.AUDIT_HEAD_LOG_EVERY,
+    trustedProxies: e.TRUSTED_PROXIES,
   };
 }
 

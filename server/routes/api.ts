@@ -12,6 +12,7 @@ import type { Origin } from '../domain/pipeline.js';
 import type { UserActor } from '../domain/users.js';
 import { AppError } from '../errors.js';
 import { parseJsonBody } from '../http/body.js';
+import { clientAddress, ipMatcher, type IpRange } from '../http/clientAddress.js';
 import type { HttpReply, HttpRequest, Method, Router } from '../http/types.js';
 import { bodyAndQuery, parse, queryObject } from './input.js';
 
@@ -105,17 +106,25 @@ export interface Api {
 
 const ROUTER_METHOD = { GET: 'get', POST: 'post', PATCH: 'patch', PUT: 'put', DELETE: 'delete' } as const satisfies Record<Method, keyof Router>;
 
-export function createApi(router: Router, auth: Pick<Authenticator, 'actor'>): Api {
+export interface ApiOptions {
+  /** TRUSTED_PROXIES: whose X-Forwarded-For names the client (default: nobody's). */
+  trustedProxies?: readonly IpRange[];
+}
+
+export function createApi(router: Router, auth: Pick<Authenticator, 'actor'>, opts: ApiOptions = {}): Api {
   const routes: DeclaredRoute[] = [];
+  const isTrustedProxy = ipMatcher(opts.trustedProxies ?? []);
   const declare =
     (method: Method): Declare =>
     (path, options, handler) => {
       const { caller, summary, params, query, body, response, alsoProduces } = options;
       routes.push({ method, path, caller, summary, params, query, body, response, alsoProduces });
       router[ROUTER_METHOD[method]](path, async (req) => {
+        // One address per request, for the trusted-IP checks and the audit trail alike.
+        const ip = clientAddress(req.remoteAddress, req.headers['x-forwarded-for'], isTrustedProxy);
         let actor: Actor | undefined;
         if (caller !== 'none') {
-          actor = await auth.actor(req);
+          actor = await auth.actor(req, ip);
           if (caller === 'user' && actor.kind !== 'user') {
             throw options.refuseMachine?.() ?? new AppError('FORBIDDEN', 'You are not allowed to access this resource');
           }
@@ -125,7 +134,7 @@ export function createApi(router: Router, auth: Pick<Authenticator, 'actor'>): A
           params: params ? parse(params, req.params) : req.params,
           query: query ? parse(query, queryObject(req.query)) : {},
           body: body ? parse(body, options.bodyFrom === 'body+query' ? bodyAndQuery(req) : parseJsonBody(req)) : {},
-          origin: { ip: req.remoteAddress || null },
+          origin: { ip: ip || null },
           req,
         };
         return handler(input as never);
