@@ -191,7 +191,8 @@ export function identitiesStore(sql: Queryable) {
       const [lock] = await sql<{ retryAfterSeconds: number | null }[]>`select
           ceil(extract(epoch from last_failed_login_at + make_interval(secs => ${lockSeconds}) - ${at}::timestamptz))::int as retry_after_seconds
         from identity_universal_auth where identity_id = ${identityId}`;
-      return { claimed: false, retryAfterSeconds: Math.max(1, lock?.retryAfterSeconds ?? 1) };
+      // Clamped: a claim that started after this one may have stamped a later time.
+      return { claimed: false, retryAfterSeconds: Math.min(lockSeconds, Math.max(1, lock?.retryAfterSeconds ?? 1)) };
     },
 
     /** A successful login forgets the failures (its own claim included). */
