@@ -5,7 +5,7 @@
 //
 // Order of the checks, for every route: who (401/403), then the path parameters, the
 // query and the body (422 for what the schemas refuse).
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { Authenticator } from '../auth/authenticate.js';
 import type { Actor } from '../domain/access.js';
 import type { Origin } from '../domain/pipeline.js';
@@ -60,9 +60,19 @@ export interface RouteOptions<C extends Caller, Q extends z.ZodType | undefined,
   /** Path parameters that need more than "a string" (a version number, a bounded slug). */
   params?: PS;
   query?: Q;
-  /** The JSON (or form) body; `bodyFrom: 'body+query'` also takes fields from the query string (DELETE). */
+  /**
+   * The JSON (or form) body; `bodyFrom: 'body+query'` also takes fields from the query
+   * string (DELETE). An object schema is made strict here: a field the route does not
+   * declare is a 422 naming it (a field accepted is applied, or refused; never ignored).
+   * A POST / PATCH without a body schema refuses any field the same way.
+   */
   body?: B;
   bodyFrom?: 'body' | 'body+query';
+  /**
+   * The one exception, for a route whose contract says to ignore unknown fields (the
+   * Universal Auth login: CONTRACT.md "ignore organizationSlug and unknown fields").
+   */
+  unknownBodyFields?: 'ignore';
   /** The 2xx answer's JSON body, for the API description (and the contract test that checks answers against it). */
   response?: z.ZodType;
   /** Media types the route may answer with instead of JSON (e.g. `text/csv`). */
@@ -104,11 +114,36 @@ export interface Api {
   readonly routes: readonly DeclaredRoute[];
 }
 
+function noBody(req: HttpRequest, check: boolean): Record<string, never> {
+  if (check) refuseFields(parseJsonBody(req));
+  return {};
+}
+
 const ROUTER_METHOD = { GET: 'get', POST: 'post', PATCH: 'patch', PUT: 'put', DELETE: 'delete' } as const satisfies Record<Method, keyof Router>;
 
 export interface ApiOptions {
   /** TRUSTED_PROXIES: whose X-Forwarded-For names the client (default: nobody's). */
   trustedProxies?: readonly IpRange[];
+}
+
+/** An object schema as declared, made strict (nested objects are declared strict where they are). */
+function strictBody(schema: z.ZodType): z.ZodType {
+  return schema instanceof z.ZodObject ? schema.strict() : schema;
+}
+
+/** The top-level field names an object schema declares (the query fields a DELETE may carry). */
+function declaredFields(schema: z.ZodType): ReadonlySet<string> | undefined {
+  return schema instanceof z.ZodObject ? new Set(Object.keys(schema.shape)) : undefined;
+}
+
+/** A POST / PATCH that declares no body: any field sent is refused by name (`{}` and no body are fine). */
+function refuseFields(body: unknown): void {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
+  const keys = Object.keys(body);
+  if (keys.length === 0) return;
+  throw new AppError('VALIDATION', `Unrecognized key${keys.length > 1 ? 's' : ''}: ${keys.map((k) => JSON.stringify(k.slice(0, 64))).join(', ')}; this request takes no body fields`, {
+    details: keys.map((k) => ({ path: k.slice(0, 64), message: 'not a field of this request' })),
+  });
 }
 
 export function createApi(router: Router, auth: Pick<Authenticator, 'actor'>, opts: ApiOptions = {}): Api {
@@ -117,7 +152,10 @@ export function createApi(router: Router, auth: Pick<Authenticator, 'actor'>, op
   const declare =
     (method: Method): Declare =>
     (path, options, handler) => {
-      const { caller, summary, params, query, body, response, alsoProduces } = options;
+      const { caller, summary, params, query, response, alsoProduces } = options;
+      const body = options.body && options.unknownBodyFields !== 'ignore' ? strictBody(options.body) : options.body;
+      const queryFields = options.bodyFrom === 'body+query' && body ? declaredFields(body) : undefined;
+      const checkNoBody = !body && (method === 'POST' || method === 'PATCH' || method === 'PUT');
       routes.push({ method, path, caller, summary, params, query, body, response, alsoProduces });
       router[ROUTER_METHOD[method]](path, async (req) => {
         // One address per request, for the trusted-IP checks and the audit trail alike.
@@ -133,7 +171,7 @@ export function createApi(router: Router, auth: Pick<Authenticator, 'actor'>, op
           actor,
           params: params ? parse(params, req.params) : req.params,
           query: query ? parse(query, queryObject(req.query)) : {},
-          body: body ? parse(body, options.bodyFrom === 'body+query' ? bodyAndQuery(req) : parseJsonBody(req)) : {},
+          body: body ? parse(body, options.bodyFrom === 'body+query' ? bodyAndQuery(req, queryFields) : parseJsonBody(req)) : noBody(req, checkNoBody),
           origin: { ip: ip || null },
           req,
         };

@@ -33,7 +33,14 @@ const messageSchema = z.object({ message: z.string() });
 export function registerAuthRoutes(api: Api, svc: Services) {
   api.post(
     '/api/v1/auth/universal-auth/login',
-    { caller: 'none', summary: 'Universal Auth: client id and secret for an access token', body: loginBody, response: loginSchema },
+    {
+      caller: 'none',
+      summary: 'Universal Auth: client id and secret for an access token',
+      body: loginBody,
+      // CONTRACT.md: ignore organizationSlug and unknown fields (clients send extra ones).
+      unknownBodyFields: 'ignore',
+      response: loginSchema,
+    },
     async ({ body, origin }) => ({ body: await svc.machineAuth.login({ ...body, ip: origin.ip }) }),
   );
 
