@@ -174,9 +174,10 @@ export function identitiesStore(sql: Queryable) {
      * caller's transaction ends, so the logins of one client are checked one at a time: a
      * parallel burst of wrong guesses gets at most `maxAttempts` checks, and a success
      * (which clears the count in the same transaction) never sees another's claim.
-     * `at` is the caller's clock (tests move it).
+     * `at` is the caller's clock (tests move it). Undefined when the identity has no
+     * Universal Auth (any more).
      */
-    async claimLogin(identityId: string, maxAttempts: number, lockSeconds: number, at: Date): Promise<LoginClaim> {
+    async claimLogin(identityId: string, maxAttempts: number, lockSeconds: number, at: Date): Promise<LoginClaim | undefined> {
       const [ua] = await sql<UniversalAuthRow[]>`update identity_universal_auth as u set
           failed_logins = case when u.last_failed_login_at is null
               or u.last_failed_login_at <= ${at}::timestamptz - make_interval(secs => ${lockSeconds})
@@ -191,8 +192,10 @@ export function identitiesStore(sql: Queryable) {
       const [lock] = await sql<{ retryAfterSeconds: number | null }[]>`select
           ceil(extract(epoch from last_failed_login_at + make_interval(secs => ${lockSeconds}) - ${at}::timestamptz))::int as retry_after_seconds
         from identity_universal_auth where identity_id = ${identityId}`;
+      // The identity was deleted since its client id was looked up.
+      if (!lock) return undefined;
       // Clamped: a claim that started after this one may have stamped a later time.
-      return { claimed: false, retryAfterSeconds: Math.min(lockSeconds, Math.max(1, lock?.retryAfterSeconds ?? 1)) };
+      return { claimed: false, retryAfterSeconds: Math.min(lockSeconds, Math.max(1, lock.retryAfterSeconds ?? 1)) };
     },
 
     /** A successful login forgets the failures (its own claim included). */

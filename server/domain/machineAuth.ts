@@ -34,6 +34,8 @@ const usesExhausted = () => new AppError('UNAUTHORIZED', 'Unable to renew becaus
 /** One matcher per list as loaded (rows and cached token states are never mutated). */
 const matchers = new WeakMap<TrustedIp[], ReturnType<typeof ipMatcher>>();
 function ipAllowed(list: TrustedIp[], ip: string | null | undefined): boolean {
+  // An unknown address (no socket address) passes only a list that admits every address.
+  if (!ip) return list.some((r) => r.type === 'ipv6' && r.prefix === 0);
   let m = matchers.get(list);
   if (!m) matchers.set(list, (m = ipMatcher(list)));
   return m(ip);
@@ -125,6 +127,7 @@ export function machineAuth(deps: MachineAuthDeps) {
         // Claimed before the secret is compared; the row stays locked until this
         // transaction ends, so one client's logins are checked one at a time.
         const claim = await s.identities.claimLogin(found.identityId, lockout.maxAttempts, lockout.seconds, new Date(issuedAt));
+        if (!claim) throw invalidCredentials();
         if (!claim.claimed) return { locked: claim.retryAfterSeconds } as const;
         const ua = claim.ua;
         // Checked again on the row as it is now (a PATCH may have committed meanwhile).
