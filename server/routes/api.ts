@@ -69,8 +69,9 @@ export interface RouteOptions<C extends Caller, Q extends z.ZodType | undefined,
   body?: B;
   bodyFrom?: 'body' | 'body+query';
   /**
-   * The one exception, for a route whose contract says to ignore unknown fields (the
-   * Universal Auth login: CONTRACT.md "ignore organizationSlug and unknown fields").
+   * The exceptions, each for a stated reason: the Universal Auth login, whose contract
+   * says to ignore unknown fields (CONTRACT.md "ignore organizationSlug and unknown
+   * fields"), and logout, whose body is never read (ending a session must not fail).
    */
   unknownBodyFields?: 'ignore';
   /** The 2xx answer's JSON body, for the API description (and the contract test that checks answers against it). */
@@ -155,7 +156,7 @@ export function createApi(router: Router, auth: Pick<Authenticator, 'actor'>, op
       const { caller, summary, params, query, response, alsoProduces } = options;
       const body = options.body && options.unknownBodyFields !== 'ignore' ? strictBody(options.body) : options.body;
       const queryFields = options.bodyFrom === 'body+query' && body ? declaredFields(body) : undefined;
-      const checkNoBody = !body && (method === 'POST' || method === 'PATCH' || method === 'PUT');
+      const checkNoBody = !body && options.unknownBodyFields !== 'ignore' && (method === 'POST' || method === 'PATCH' || method === 'PUT');
       routes.push({ method, path, caller, summary, params, query, body, response, alsoProduces });
       router[ROUTER_METHOD[method]](path, async (req) => {
         // One address per request, for the trusted-IP checks and the audit trail alike.

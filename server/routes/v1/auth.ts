@@ -61,7 +61,14 @@ export function registerAuthRoutes(api: Api, svc: Services) {
 
   api.post(
     '/api/v1/auth/logout',
-    { caller: 'user', summary: "End the caller's session", refuseMachine: () => new AppError('BAD_REQUEST', 'Machine identities revoke their token with /api/v1/auth/token/revoke'), response: messageSchema },
+    {
+      caller: 'user',
+      summary: "End the caller's session",
+      refuseMachine: () => new AppError('BAD_REQUEST', 'Machine identities revoke their token with /api/v1/auth/token/revoke'),
+      // The body is not read: a logout never fails on what came with it.
+      unknownBodyFields: 'ignore',
+      response: messageSchema,
+    },
     async ({ actor, origin, req }) => {
       await svc.users.logout(actor, origin);
       return {
