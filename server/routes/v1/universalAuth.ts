@@ -1,5 +1,7 @@
 // Universal Auth of machine identities (the superadmin's API):
-// /api/v1/auth/universal-auth/identities/:identityId[/client-secrets[/:clientSecretId[/revoke]]].
+// /api/v1/auth/universal-auth/identities/:identityId (POST attach, GET, PATCH settings)
+// [/client-secrets[/:clientSecretId[/revoke]]]. The settings are Infisical's: TTLs, the
+// access-token use limit, and the trusted IP ranges for logins and for access tokens.
 import { z } from 'zod';
 import type { ClientSecretInfo, TrustedIp, UniversalAuthRow } from '../../../storage/identities.js';
 import { parseIpRange } from '../../http/clientAddress.js';
