@@ -21,7 +21,7 @@ import { registerLoginRoutes } from './routes/v3/auth.js';
 import { registerV3SecretRoutes } from './routes/v3/secrets.js';
 import { registerV4SecretRoutes } from './routes/v4/secrets.js';
 import { startAdminChannel } from './adminChannel.js';
-import { clientAddress } from './http/clientAddress.js';
+import { clientAddress, ipMatcher } from './http/clientAddress.js';
 import type { RequestRecord } from './http/types.js';
 import type { Logger } from './log.js';
 import { createMetrics, serveMetrics, type Metrics } from './metrics.js';
@@ -74,7 +74,7 @@ const ROUTE_MODULES: ReadonlyArray<(api: Api, svc: Services) => void> = [
  * ended. Never the raw path (it carries project, folder and key names), the query
  * string, a header or a body.
  */
-export function requestLogFields(r: RequestRecord): Record<string, unknown> {
+export function requestLogFields(r: RequestRecord, isTrustedProxy: (address: string) => boolean = () => false): Record<string, unknown> {
   return {
     reqId: r.reqId,
     method: r.method,
@@ -83,12 +83,14 @@ export function requestLogFields(r: RequestRecord): Record<string, unknown> {
     durationMs: Math.round(r.durationMs * 1000) / 1000,
     actorKind: r.actor?.kind ?? null,
     actorId: r.actor?.id ?? null,
-    client: clientAddress(r.req),
+    // The same address the audit trail and the trusted-IP checks see (TRUSTED_PROXIES).
+    client: clientAddress(r.req.remoteAddress, r.req.headers['x-forwarded-for'], isTrustedProxy),
   };
 }
 
 export async function startService(config: Config, log: Logger): Promise<RunningService> {
   const metrics = createMetrics();
+  const isTrustedProxy = ipMatcher(config.trustedProxies);
   const services = await createServices(config, log, {
     cryptoTask: metrics.cryptoTask,
     coalescedRead: metrics.coalescedRead,
@@ -114,10 +116,10 @@ export async function startService(config: Config, log: Logger): Promise<Running
       onResponse: (r) => {
         metrics.request(r);
         // 5xx are logged by the front with their error; every answer gets this line.
-        log.info(requestLogFields(r), 'request');
+        log.info(requestLogFields(r, isTrustedProxy), 'request');
       },
     });
-    const api = createApi(http.router, services.auth);
+    const api = createApi(http.router, services.auth, { trustedProxies: config.trustedProxies });
     for (const register of ROUTE_MODULES) register(api, services);
     if (config.metricsPort !== undefined) {
       metricsServer = await serveMetrics(metrics, config.metricsPort, config.metricsHost);

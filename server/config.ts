@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
+import { parseIpRangeList, type IpRange } from './http/clientAddress.js';
 
 export const ENCRYPTION_KEY_MESSAGE = 'ENCRYPTION_KEY must be 32 hex characters';
 export const AUTH_SECRET_MESSAGE = 'invalid AUTH_SECRET';
@@ -59,6 +60,19 @@ const schema = z.object({
   METRICS_HOST: setting(z.string().default('127.0.0.1')),
   REQUEST_DEADLINE_MS: setting(integer(100, 600_000).default(5000)),
   SHUTDOWN_GRACE_SECONDS: setting(integer(0, 3600).default(25)),
+  TRUSTED_PROXIES: setting(
+    z
+      .string()
+      .transform((v, ctx) => {
+        const r = parseIpRangeList(v);
+        if ('error' in r) {
+          ctx.addIssue({ code: 'custom', message: r.error });
+          return z.NEVER;
+        }
+        return r.ranges;
+      })
+      .default([]),
+  ),
 });
 
 export interface Config {
@@ -97,6 +111,11 @@ export interface Config {
   requestDeadlineMs: number;
   /** On SIGTERM, how long in-flight requests may take to finish before connections are dropped. */
   shutdownGraceSeconds: number;
+  /**
+   * Proxies whose X-Forwarded-For is believed (server/http/clientAddress.ts). Empty (the
+   * default): the header is ignored and the socket's address is the client's.
+   */
+  trustedProxies: IpRange[];
 }
 
 /**
@@ -147,6 +166,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     metricsHost: e.METRICS_HOST,
     requestDeadlineMs: e.REQUEST_DEADLINE_MS,
     shutdownGraceSeconds: e.SHUTDOWN_GRACE_SECONDS,
+    trustedProxies: e.TRUSTED_PROXIES,
   };
 }
 

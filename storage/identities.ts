@@ -11,16 +11,41 @@ export interface IdentityRow {
   updatedAt: Date;
 }
 
+/** A trusted IP range as Infisical stores it (no `prefix`: one address). */
+export interface TrustedIp {
+  ipAddress: string;
+  type: 'ipv4' | 'ipv6';
+  prefix?: number;
+}
+
 export interface UniversalAuthRow {
   identityId: string;
   clientId: string;
   accessTokenTtl: number;
   accessTokenMaxTtl: number;
+  /** Uses each new access token may serve; 0 = unlimited. */
+  accessTokenNumUsesLimit: number;
+  /** Where logins with a client secret may come from. */
+  clientSecretTrustedIps: TrustedIp[];
+  /** Where requests with an access token may come from. */
+  accessTokenTrustedIps: TrustedIp[];
   failedLogins: number;
-  lockedUntil: Date | null;
+  lastFailedLoginAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }
+
+/** The Universal Auth settings an administrator may change after creation. */
+export interface UniversalAuthSettings {
+  accessTokenTtl: number;
+  accessTokenMaxTtl: number;
+  accessTokenNumUsesLimit: number;
+  clientSecretTrustedIps: TrustedIp[];
+  accessTokenTrustedIps: TrustedIp[];
+}
+
+/** A login attempt claimed (the configuration as it is now), or refused while locked. */
+export type LoginClaim = { claimed: true; ua: UniversalAuthRow } | { claimed: false; retryAfterSeconds: number };
 
 export interface ClientSecretRow {
   id: string;
@@ -49,7 +74,18 @@ export interface AccessTokenState {
   clientSecretId: string;
   expiresAt: Date;
   maxExpiresAt: Date;
+  /** Fixed when the token was issued; 0 = unlimited. */
+  numUsesLimit: number;
+  /** Uses counted when the state was read (the count itself is kept by `useAccessToken`). */
+  numUses: number;
+  /** The identity's current Universal Auth setting (a change invalidates the identity's tokens). */
+  accessTokenTrustedIps: TrustedIp[];
 }
+
+const UA_COLUMNS = [
+  'identity_id', 'client_id', 'access_token_ttl', 'access_token_max_ttl', 'access_token_num_uses_limit',
+  'client_secret_trusted_ips', 'access_token_trusted_ips', 'failed_logins', 'last_failed_login_at', 'created_at', 'updated_at',
+] as const;
 
 const CLIENT_SECRET_INFO = [
   'id', 'identity_id', 'prefix', 'description', 'ttl', 'num_uses', 'num_uses_limit', 'is_revoked', 'last_used_at', 'created_at', 'updated_at',
@@ -90,36 +126,82 @@ export function identitiesStore(sql: Queryable) {
       return row;
     },
 
-    async attachUniversalAuth(u: { identityId: string; accessTokenTtl?: number; accessTokenMaxTtl?: number }): Promise<UniversalAuthRow> {
+    async attachUniversalAuth(u: { identityId: string } & Partial<UniversalAuthSettings>): Promise<UniversalAuthRow> {
       const [row] = await sql<UniversalAuthRow[]>`insert into identity_universal_auth
-          (identity_id, client_id, access_token_ttl, access_token_max_ttl)
-        values (${u.identityId}, ${randomUUID()}, ${u.accessTokenTtl ?? 2592000}, ${u.accessTokenMaxTtl ?? 2592000})
-        returning *`;
+          (identity_id, client_id, access_token_ttl, access_token_max_ttl, access_token_num_uses_limit,
+           client_secret_trusted_ips, access_token_trusted_ips)
+        values (${u.identityId}, ${randomUUID()}, ${u.accessTokenTtl ?? 2592000}, ${u.accessTokenMaxTtl ?? 2592000},
+          ${u.accessTokenNumUsesLimit ?? 0},
+          coalesce(${u.clientSecretTrustedIps ? sql.json(u.clientSecretTrustedIps as never) : null}::jsonb,
+            '[{"ipAddress":"0.0.0.0","type":"ipv4","prefix":0},{"ipAddress":"::","type":"ipv6","prefix":0}]'::jsonb),
+          coalesce(${u.accessTokenTrustedIps ? sql.json(u.accessTokenTrustedIps as never) : null}::jsonb,
+            '[{"ipAddress":"0.0.0.0","type":"ipv4","prefix":0},{"ipAddress":"::","type":"ipv6","prefix":0}]'::jsonb))
+        returning ${sql(UA_COLUMNS)}`;
       return row!;
     },
 
-    async universalAuthByIdentity(identityId: string): Promise<UniversalAuthRow | undefined> {
-      const [row] = await sql<UniversalAuthRow[]>`select * from identity_universal_auth where identity_id = ${identityId}`;
+    /** Replaces the settings (the caller merged the change into the current ones); undefined without Universal Auth. */
+    async updateUniversalAuth(identityId: string, u: UniversalAuthSettings): Promise<UniversalAuthRow | undefined> {
+      const [row] = await sql<UniversalAuthRow[]>`update identity_universal_auth set
+          access_token_ttl = ${u.accessTokenTtl},
+          access_token_max_ttl = ${u.accessTokenMaxTtl},
+          access_token_num_uses_limit = ${u.accessTokenNumUsesLimit},
+          client_secret_trusted_ips = ${sql.json(u.clientSecretTrustedIps as never)},
+          access_token_trusted_ips = ${sql.json(u.accessTokenTrustedIps as never)},
+          updated_at = now()
+        where identity_id = ${identityId}
+        returning ${sql(UA_COLUMNS)}`;
+      return row;
+    },
+
+    async universalAuthByIdentity(identityId: string, opts: { forUpdate?: boolean } = {}): Promise<UniversalAuthRow | undefined> {
+      const [row] = opts.forUpdate
+        ? await sql<UniversalAuthRow[]>`select ${sql(UA_COLUMNS)} from identity_universal_auth where identity_id = ${identityId} for update`
+        : await sql<UniversalAuthRow[]>`select ${sql(UA_COLUMNS)} from identity_universal_auth where identity_id = ${identityId}`;
       return row;
     },
 
     async universalAuthByClientId(clientId: string): Promise<UniversalAuthRow | undefined> {
-      const [row] = await sql<UniversalAuthRow[]>`select * from identity_universal_auth where client_id = ${clientId}`;
+      const [row] = await sql<UniversalAuthRow[]>`select ${sql(UA_COLUMNS)} from identity_universal_auth where client_id = ${clientId}`;
       return row;
     },
 
-    async recordLoginFailure(identityId: string, maxAttempts: number, lockSeconds: number): Promise<void> {
-      // One statement: concurrent failures cannot lose a count.
-      await sql`update identity_universal_auth set
-          failed_logins = case when failed_logins + 1 >= ${maxAttempts} then 0 else failed_logins + 1 end,
-          locked_until = case when failed_logins + 1 >= ${maxAttempts}
-            then now() + make_interval(secs => ${lockSeconds}) else locked_until end
-        where identity_id = ${identityId}`;
+    /**
+     * Claims a login attempt before its secret is checked, in one statement: counted as a
+     * failure unless `maxAttempts` failures were already counted within the last
+     * `lockSeconds` (the lock runs from the last counted one); failures older than that
+     * no longer count and the count starts again. The claimed row stays locked until the
+     * caller's transaction ends, so the logins of one client are checked one at a time: a
+     * parallel burst of wrong guesses gets at most `maxAttempts` checks, and a success
+     * (which clears the count in the same transaction) never sees another's claim.
+     * `at` is the caller's clock (tests move it). Undefined when the identity has no
+     * Universal Auth (any more).
+     */
+    async claimLogin(identityId: string, maxAttempts: number, lockSeconds: number, at: Date): Promise<LoginClaim | undefined> {
+      const [ua] = await sql<UniversalAuthRow[]>`update identity_universal_auth as u set
+          failed_logins = case when u.last_failed_login_at is null
+              or u.last_failed_login_at <= ${at}::timestamptz - make_interval(secs => ${lockSeconds})
+            then 1 else u.failed_logins + 1 end,
+          last_failed_login_at = ${at}::timestamptz
+        where u.identity_id = ${identityId}
+          and (u.failed_logins < ${maxAttempts} or u.last_failed_login_at is null
+            or u.last_failed_login_at <= ${at}::timestamptz - make_interval(secs => ${lockSeconds}))
+        returning ${sql(UA_COLUMNS)}`;
+      if (ua) return { claimed: true, ua };
+      // A statement of its own: it sees the claims committed while this one waited.
+      const [lock] = await sql<{ retryAfterSeconds: number | null }[]>`select
+          ceil(extract(epoch from last_failed_login_at + make_interval(secs => ${lockSeconds}) - ${at}::timestamptz))::int as retry_after_seconds
+        from identity_universal_auth where identity_id = ${identityId}`;
+      // The identity was deleted since its client id was looked up.
+      if (!lock) return undefined;
+      // Clamped: a claim that started after this one may have stamped a later time.
+      return { claimed: false, retryAfterSeconds: Math.min(lockSeconds, Math.max(1, lock.retryAfterSeconds ?? 1)) };
     },
 
+    /** A successful login forgets the failures (its own claim included). */
     async clearLoginFailures(identityId: string): Promise<void> {
-      await sql`update identity_universal_auth set failed_logins = 0, locked_until = null
-        where identity_id = ${identityId} and (failed_logins <> 0 or locked_until is not null)`;
+      await sql`update identity_universal_auth set failed_logins = 0, last_failed_login_at = null, locked_until = null
+        where identity_id = ${identityId}`;
     },
 
     async insertClientSecret(c: { identityId: string; prefix: string; secretHash: Buffer; description?: string; ttl?: number; numUsesLimit?: number }): Promise<ClientSecretRow> {
@@ -167,18 +249,31 @@ export function identitiesStore(sql: Queryable) {
       return row;
     },
 
-    async insertAccessToken(t: { id: string; identityId: string; clientSecretId: string; expiresAt: Date; maxExpiresAt: Date }): Promise<void> {
-      await sql`insert into identity_access_tokens (id, identity_id, client_secret_id, expires_at, max_expires_at)
-        values (${t.id}, ${t.identityId}, ${t.clientSecretId}, ${t.expiresAt}, ${t.maxExpiresAt})`;
+    async insertAccessToken(t: { id: string; identityId: string; clientSecretId: string; expiresAt: Date; maxExpiresAt: Date; numUsesLimit?: number }): Promise<void> {
+      await sql`insert into identity_access_tokens (id, identity_id, client_secret_id, expires_at, max_expires_at, num_uses_limit)
+        values (${t.id}, ${t.identityId}, ${t.clientSecretId}, ${t.expiresAt}, ${t.maxExpiresAt}, ${t.numUsesLimit ?? 0})`;
     },
 
     /** The token's state if it is still valid: not revoked, not expired, its client secret not revoked. */
     async liveAccessToken(id: string): Promise<AccessTokenState | undefined> {
-      const [row] = await sql<AccessTokenState[]>`select t.identity_id, t.client_secret_id, t.expires_at, t.max_expires_at
+      const [row] = await sql<AccessTokenState[]>`select t.identity_id, t.client_secret_id, t.expires_at, t.max_expires_at,
+          t.num_uses_limit, t.num_uses, ua.access_token_trusted_ips
         from identity_access_tokens t
         join identity_client_secrets cs on cs.id = t.client_secret_id
+        join identity_universal_auth ua on ua.identity_id = t.identity_id
         where t.id = ${id} and t.revoked_at is null and t.expires_at > now() and not cs.is_revoked`;
       return row;
+    },
+
+    /**
+     * Counts one use of a token that has a use limit, in one statement: false when its
+     * uses are exhausted (or it is gone), so parallel requests can never use it more often
+     * than its limit.
+     */
+    async useAccessToken(id: string): Promise<boolean> {
+      const rows = await sql`update identity_access_tokens set num_uses = num_uses + 1
+        where id = ${id} and revoked_at is null and num_uses < num_uses_limit returning id`;
+      return rows.length === 1;
     },
 
     /** Only the identity's own token: a token id named by claims that belong to another does nothing. */

@@ -50,12 +50,13 @@ export function clearedSessionCookie(req: HttpRequest, mode: CookieSecureMode): 
 export function authenticator(deps: { machineAuth: Pick<MachineAuth, 'authenticate'>; users: Pick<UsersDomain, 'authenticate' | 'checkCsrf'> }) {
   const { machineAuth, users } = deps;
   return {
-    async actor(req: HttpRequest): Promise<Actor> {
+    /** `clientIp`: the request's client address (server/http/clientAddress.ts), for access tokens' trusted IPs. */
+    async actor(req: HttpRequest, clientIp?: string | null): Promise<Actor> {
       const authorization = req.headers.authorization;
       if (authorization && authorization.trim() !== '') {
         const m = /^Bearer[ ]+(\S{1,4096})[ ]*$/i.exec(authorization);
         if (m && tokenTypeOf(m[1]!) === 'userSession') return users.authenticate(m[1]!);
-        return machineAuth.authenticate(authorization);
+        return machineAuth.authenticate(authorization, clientIp ?? null);
       }
       const cookie = readCookie(req.headers.cookie, SESSION_COOKIE);
       if (cookie) {

@@ -6,7 +6,7 @@
 // Their project roles are set by project admins (server/domain/memberships.ts).
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../../storage/index.js';
-import type { ClientSecretInfo, IdentityRow, UniversalAuthRow } from '../../storage/identities.js';
+import type { ClientSecretInfo, IdentityRow, TrustedIp, UniversalAuthRow, UniversalAuthSettings } from '../../storage/identities.js';
 import { AppError } from '../errors.js';
 import { isUuid, requireOrgAdmin, type Actor, type SystemActor } from './access.js';
 import { topics } from './caches.js';
@@ -38,6 +38,47 @@ function ttlError(name: string, value: number | undefined, min: number): AppErro
 }
 
 type IdentityStores = Pick<Store, 'identities'>;
+
+/** Universal Auth settings as a request gives them (absent: keep, or the default on attach). */
+export interface UniversalAuthInput {
+  accessTokenTtl?: number;
+  accessTokenMaxTtl?: number;
+  accessTokenNumUsesLimit?: number;
+  clientSecretTrustedIps?: TrustedIp[];
+  accessTokenTrustedIps?: TrustedIp[];
+}
+
+const MAX_NUM_USES = 2_147_483_647;
+
+/** Bounds of every given field; the TTL pair is checked on the merged result. */
+function checkSettings(opts: UniversalAuthInput): void {
+  const bad = ttlError('accessTokenTTL', opts.accessTokenTtl, 1) ?? ttlError('accessTokenMaxTTL', opts.accessTokenMaxTtl, 1);
+  if (bad) throw bad;
+  const n = opts.accessTokenNumUsesLimit;
+  if (n !== undefined && (!Number.isSafeInteger(n) || n < 0 || n > MAX_NUM_USES)) {
+    throw new AppError('VALIDATION', 'accessTokenNumUsesLimit must be a non-negative integer');
+  }
+  for (const name of ['clientSecretTrustedIps', 'accessTokenTrustedIps'] as const) {
+    const list = opts[name];
+    if (list !== undefined && (list.length === 0 || list.length > 100)) {
+      throw new AppError('VALIDATION', `${name} must hold from 1 to 100 IP addresses or ranges`);
+    }
+  }
+}
+
+/** How the audit trail names a list (its metadata holds scalars): `10.0.0.0/8, ::1`. */
+const ipTexts = (list: TrustedIp[]) => list.map((r) => (r.prefix === undefined ? r.ipAddress : `${r.ipAddress}/${r.prefix}`)).join(', ');
+
+function settingsMetadata(ua: UniversalAuthSettings & { identityId: string }) {
+  return {
+    identityId: ua.identityId,
+    accessTokenTTL: ua.accessTokenTtl,
+    accessTokenMaxTTL: ua.accessTokenMaxTtl,
+    accessTokenNumUsesLimit: ua.accessTokenNumUsesLimit,
+    clientSecretTrustedIps: ipTexts(ua.clientSecretTrustedIps),
+    accessTokenTrustedIps: ipTexts(ua.accessTokenTrustedIps),
+  };
+}
 
 /** The identity, or 404 (a malformed id is simply not found). */
 export async function existingIdentity(s: { identities: Pick<Store['identities'], 'byIdWithAuth'> }, identityId: string): Promise<IdentityView> {
@@ -99,15 +140,9 @@ export function identitiesDomain(deps: IdentitiesDeps) {
       });
     },
 
-    async attachUniversalAuth(
-      actor: Actor | SystemActor,
-      identityId: string,
-      opts: { accessTokenTtl?: number; accessTokenMaxTtl?: number } = {},
-      origin?: Origin,
-    ): Promise<UniversalAuthRow> {
+    async attachUniversalAuth(actor: Actor | SystemActor, identityId: string, opts: UniversalAuthInput = {}, origin?: Origin): Promise<UniversalAuthRow> {
       const grant = changes.inOrganization(actor, origin);
-      const bad = ttlError('accessTokenTTL', opts.accessTokenTtl, 1) ?? ttlError('accessTokenMaxTTL', opts.accessTokenMaxTtl, 1);
-      if (bad) throw bad;
+      checkSettings(opts);
       const ttl = opts.accessTokenTtl ?? 2_592_000;
       const maxTtl = opts.accessTokenMaxTtl ?? Math.max(2_592_000, ttl);
       if (ttl > maxTtl) throw new AppError('BAD_REQUEST', 'Access token TTL cannot be greater than max TTL');
@@ -116,8 +151,43 @@ export function identitiesDomain(deps: IdentitiesDeps) {
         if (await s.identities.universalAuthByIdentity(identity.id)) {
           throw new AppError('BAD_REQUEST', 'Universal Auth is already configured for this identity');
         }
-        const ua = await s.identities.attachUniversalAuth({ identityId: identity.id, accessTokenTtl: ttl, accessTokenMaxTtl: maxTtl });
-        await audit({ eventType: 'add-identity-universal-auth', metadata: { identityId: identity.id, accessTokenTTL: ttl, accessTokenMaxTTL: maxTtl } });
+        const ua = await s.identities.attachUniversalAuth({
+          identityId: identity.id,
+          accessTokenTtl: ttl,
+          accessTokenMaxTtl: maxTtl,
+          accessTokenNumUsesLimit: opts.accessTokenNumUsesLimit,
+          clientSecretTrustedIps: opts.clientSecretTrustedIps,
+          accessTokenTrustedIps: opts.accessTokenTrustedIps,
+        });
+        await audit({ eventType: 'add-identity-universal-auth', metadata: settingsMetadata(ua) });
+        return ua;
+      });
+    },
+
+    /**
+     * Changes the given settings, keeps the others. New limits and TTLs apply to tokens
+     * issued from now on (a token keeps the use limit it was issued with, as in Infisical);
+     * the trusted IPs apply at once to every login and every request, on every replica.
+     */
+    async updateUniversalAuth(actor: Actor | SystemActor, identityId: string, opts: UniversalAuthInput, origin?: Origin): Promise<UniversalAuthRow> {
+      const grant = changes.inOrganization(actor, origin);
+      checkSettings(opts);
+      return grant.run(async ({ s, audit, invalidate }) => {
+        const identity = await existingIdentity(s, identityId);
+        const cur = await s.identities.universalAuthByIdentity(identity.id, { forUpdate: true });
+        if (!cur) throw new AppError('NOT_FOUND', `Universal Auth is not configured for identity '${identityId}'`);
+        const next: UniversalAuthSettings = {
+          accessTokenTtl: opts.accessTokenTtl ?? cur.accessTokenTtl,
+          accessTokenMaxTtl: opts.accessTokenMaxTtl ?? cur.accessTokenMaxTtl,
+          accessTokenNumUsesLimit: opts.accessTokenNumUsesLimit ?? cur.accessTokenNumUsesLimit,
+          clientSecretTrustedIps: opts.clientSecretTrustedIps ?? cur.clientSecretTrustedIps,
+          accessTokenTrustedIps: opts.accessTokenTrustedIps ?? cur.accessTokenTrustedIps,
+        };
+        if (next.accessTokenTtl > next.accessTokenMaxTtl) throw new AppError('BAD_REQUEST', 'Access token TTL cannot be greater than max TTL');
+        const ua = (await s.identities.updateUniversalAuth(identity.id, next))!;
+        await audit({ eventType: 'update-identity-universal-auth', metadata: settingsMetadata(ua) });
+        // Cached token states carry the access-token trusted IPs.
+        invalidate(topics.identity, identity.id);
         return ua;
       });
     },

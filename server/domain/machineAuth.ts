@@ -2,8 +2,10 @@
 // authentication of every machine request that carries one.
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Store } from '../../storage/index.js';
+import type { AccessTokenState, TrustedIp } from '../../storage/identities.js';
 import type { IdentityTokens } from '../auth/tokens.js';
 import { AppError } from '../errors.js';
+import { ipMatcher } from '../http/clientAddress.js';
 import { isUuid } from './access.js';
 import { topics, type Caches } from './caches.js';
 import type { Keyring } from './keyring.js';
@@ -24,6 +26,20 @@ export interface LoginResult {
 }
 
 const invalidCredentials = () => new AppError('UNAUTHORIZED', 'Invalid credentials');
+/** Infisical's answer (403) when a trusted-IP list does not hold the caller's address. */
+const ipNotAllowed = () => new AppError('FORBIDDEN', 'You are not allowed to access this resource from the current IP address');
+/** Infisical's answer (401) for a token whose uses are exhausted. */
+const usesExhausted = () => new AppError('UNAUTHORIZED', 'Unable to renew because access token number of uses limit reached');
+
+/** One matcher per list as loaded (rows and cached token states are never mutated). */
+const matchers = new WeakMap<TrustedIp[], ReturnType<typeof ipMatcher>>();
+function ipAllowed(list: TrustedIp[], ip: string | null | undefined): boolean {
+  // An unknown address (no socket address) passes only a list that admits every address.
+  if (!ip) return list.some((r) => r.type === 'ipv6' && r.prefix === 0);
+  let m = matchers.get(list);
+  if (!m) matchers.set(list, (m = ipMatcher(list)));
+  return m(ip);
+}
 
 /** See claimsOf: 10,000 entries of ~1 KB. */
 export const VERIFIED_MAX = 10_000;
@@ -33,7 +49,7 @@ export interface MachineAuthDeps {
   store: {
     identities: Pick<
       Store['identities'],
-      'universalAuthByClientId' | 'universalAuthByIdentity' | 'usableClientSecrets' | 'recordLoginFailure' | 'liveAccessToken'
+      'universalAuthByClientId' | 'universalAuthByIdentity' | 'liveAccessToken'
     >;
   };
   keyring: Pick<Keyring, 'macClientSecret'>;
@@ -76,7 +92,7 @@ export function machineAuth(deps: MachineAuthDeps) {
    * AUTH_SECRET (another subject, another kind, a deleted row) is refused: the key alone
    * cannot mint access.
    */
-  async function liveState(claims: { tokenId: string; identityId: string; clientSecretId: string }) {
+  async function liveState(claims: { tokenId: string; identityId: string; clientSecretId: string }): Promise<AccessTokenState> {
     const state = await caches.accessTokens.get(claims.tokenId, async () => (await store.identities.liveAccessToken(claims.tokenId)) ?? null);
     if (!state || state.expiresAt.getTime() <= now()) throw new AppError('TOKEN_INVALID', 'Access token revoked or expired');
     if (state.identityId !== claims.identityId || state.clientSecretId !== claims.clientSecretId) {
@@ -116,59 +132,84 @@ export function machineAuth(deps: MachineAuthDeps) {
       return verified.size;
     },
 
+    /**
+     * `ip`: the client's address (server/http/clientAddress.ts). Order: unknown client id
+     * (401), an address outside the client-secret trusted IPs (403, not counted as a
+     * failure, as in Infisical), then the attempt is claimed (429 while locked) and only
+     * then is the secret compared.
+     */
     async login(input: { clientId: string; clientSecret: string; ip?: string | null }): Promise<LoginResult> {
       // The MAC is computed even for an unknown client id, so both failures cost the same.
-      const [ua, mac] = await Promise.all([
+      const [found, mac] = await Promise.all([
         isUuid(input.clientId) ? store.identities.universalAuthByClientId(input.clientId.toLowerCase()) : undefined,
         keyring.macClientSecret(input.clientSecret),
       ]);
-      if (!ua) throw invalidCredentials();
-      if (ua.lockedUntil && ua.lockedUntil.getTime() > now()) {
-        const retryAfter = Math.ceil((ua.lockedUntil.getTime() - now()) / 1000);
-        throw new AppError('RATE_LIMITED', `Too many failed login attempts; try again in ${retryAfter} seconds`, {
-          headers: { 'Retry-After': String(retryAfter) },
-        });
-      }
-      const candidates = await store.identities.usableClientSecrets(ua.identityId);
-      let match: (typeof candidates)[number] | undefined;
-      // Compare against every candidate: no early exit that times the position.
-      for (const c of candidates) if (c.secretHash.length === mac.length && timingSafeEqual(c.secretHash, mac)) match = c;
-      if (!match) {
-        await store.identities.recordLoginFailure(ua.identityId, lockout.maxAttempts, lockout.seconds);
-        throw invalidCredentials();
-      }
-      const tokenId = randomUUID();
+      if (!found) throw invalidCredentials();
+      if (!ipAllowed(found.clientSecretTrustedIps, input.ip)) throw ipNotAllowed();
       const issuedAt = now();
-      const expiresAt = issuedAt + ua.accessTokenTtl * 1000;
-      const maxExpiresAt = issuedAt + ua.accessTokenMaxTtl * 1000;
-      const secretId = match.id;
-      await asIdentity(ua.identityId, { ip: input.ip }).run(async ({ s, audit }) => {
+      const tokenId = randomUUID();
+      const outcome = await asIdentity(found.identityId, { ip: input.ip }).run(async ({ s, audit }) => {
+        // Claimed before the secret is compared; the row stays locked until this
+        // transaction ends, so one client's logins are checked one at a time.
+        const claim = await s.identities.claimLogin(found.identityId, lockout.maxAttempts, lockout.seconds, new Date(issuedAt));
+        if (!claim) throw invalidCredentials();
+        if (!claim.claimed) return { locked: claim.retryAfterSeconds } as const;
+        const ua = claim.ua;
+        // Checked again on the row as it is now (a PATCH may have committed meanwhile).
+        if (!ipAllowed(ua.clientSecretTrustedIps, input.ip)) throw ipNotAllowed();
+        const candidates = await s.identities.usableClientSecrets(ua.identityId);
+        let match: (typeof candidates)[number] | undefined;
+        // Compare against every candidate: no early exit that times the position.
+        for (const c of candidates) if (c.secretHash.length === mac.length && timingSafeEqual(c.secretHash, mac)) match = c;
+        // Failed logins are not written to the audit trail (anyone could fill it with
+        // them); the claim made above stays, and counts towards the lockout.
+        if (!match) return { failed: true } as const;
+        const secretId = match.id;
         if (!(await s.identities.markClientSecretUsed(secretId))) throw invalidCredentials();
+        const expiresAt = issuedAt + ua.accessTokenTtl * 1000;
         await s.identities.insertAccessToken({
           id: tokenId,
           identityId: ua.identityId,
           clientSecretId: secretId,
           expiresAt: new Date(expiresAt),
-          maxExpiresAt: new Date(maxExpiresAt),
+          maxExpiresAt: new Date(issuedAt + ua.accessTokenMaxTtl * 1000),
+          numUsesLimit: ua.accessTokenNumUsesLimit,
         });
-        if (ua.failedLogins !== 0 || ua.lockedUntil) await s.identities.clearLoginFailures(ua.identityId);
-        // Successful logins only: failed ones are not written (anyone could fill the
-        // trail with them); they count towards the lockout instead.
+        await s.identities.clearLoginFailures(ua.identityId);
         await audit({
           eventType: 'login-identity-universal-auth',
           metadata: { identityId: ua.identityId, clientId: ua.clientId, clientSecretId: secretId, accessTokenId: tokenId },
         });
+        return { ua, secretId, expiresAt } as const;
       });
-      return issue(ua.identityId, secretId, tokenId, issuedAt, expiresAt, ua.accessTokenMaxTtl);
+      if ('locked' in outcome) {
+        const retryAfter = outcome.locked;
+        throw new AppError('RATE_LIMITED', `Too many failed login attempts; try again in ${retryAfter} seconds`, {
+          headers: { 'Retry-After': String(retryAfter) },
+        });
+      }
+      if ('failed' in outcome) throw invalidCredentials();
+      return issue(outcome.ua.identityId, outcome.secretId, tokenId, issuedAt, outcome.expiresAt, outcome.ua.accessTokenMaxTtl);
     },
 
-    /** `authorization` is the raw header value (or undefined). */
-    async authenticate(authorization: string | undefined): Promise<IdentityActor> {
+    /**
+     * `authorization` is the raw header value (or undefined); `ip` the client's address.
+     * After the token is known live: the identity's access-token trusted IPs (403), then
+     * one use counted when the token has a use limit (401 once exhausted), as Infisical.
+     */
+    async authenticate(authorization: string | undefined, ip?: string | null): Promise<IdentityActor> {
       if (!authorization || authorization.trim() === '') throw new AppError('UNAUTHORIZED', 'Token missing');
       const m = /^Bearer[ ]+([A-Za-z0-9_.-]{1,4096})[ ]*$/i.exec(authorization);
       if (!m) throw new AppError('TOKEN_INVALID', 'Invalid access token');
       const claims = await claimsOf(m[1]!);
-      await liveState(claims);
+      const state = await liveState(claims);
+      if (!ipAllowed(state.accessTokenTrustedIps, ip)) throw ipNotAllowed();
+      if (state.numUsesLimit > 0) {
+        // One statement counts the use (atomic under parallel requests); not audited, like
+        // the lockout count: it is bookkeeping of a request, not a change anyone made.
+        const used = await asIdentity(claims.identityId, { ip }).run(({ s }) => s.identities.useAccessToken(claims.tokenId));
+        if (!used) throw usesExhausted();
+      }
       return { kind: 'identity', identityId: claims.identityId, tokenId: claims.tokenId, clientSecretId: claims.clientSecretId };
     },
 
@@ -186,7 +227,11 @@ export function machineAuth(deps: MachineAuthDeps) {
 
     async renew(accessToken: string, origin?: Origin): Promise<LoginResult> {
       const claims = await claimsOf(accessToken);
-      const state = await liveState(claims);
+      await liveState(claims);
+      // Fresh from the database: the cached state does not follow the use count.
+      const state = await store.identities.liveAccessToken(claims.tokenId);
+      if (!state) throw new AppError('TOKEN_INVALID', 'Access token revoked or expired');
+      if (state.numUsesLimit > 0 && state.numUses >= state.numUsesLimit) throw usesExhausted();
       const ua = await store.identities.universalAuthByIdentity(claims.identityId);
       if (!ua) throw new AppError('TOKEN_INVALID', 'Access token revoked or expired');
       const renewedAt = now();

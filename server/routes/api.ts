@@ -5,14 +5,14 @@
 //
 // Order of the checks, for every route: who (401/403), then the path parameters, the
 // query and the body (422 for what the schemas refuse).
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { Authenticator } from '../auth/authenticate.js';
 import type { Actor } from '../domain/access.js';
 import type { Origin } from '../domain/pipeline.js';
 import type { UserActor } from '../domain/users.js';
 import { AppError } from '../errors.js';
 import { parseJsonBody } from '../http/body.js';
-import { clientAddress } from '../http/clientAddress.js';
+import { clientAddress, ipMatcher, type IpRange } from '../http/clientAddress.js';
 import type { HttpReply, HttpRequest, Method, Router } from '../http/types.js';
 import { bodyAndQuery, parse, queryObject } from './input.js';
 
@@ -60,9 +60,20 @@ export interface RouteOptions<C extends Caller, Q extends z.ZodType | undefined,
   /** Path parameters that need more than "a string" (a version number, a bounded slug). */
   params?: PS;
   query?: Q;
-  /** The JSON (or form) body; `bodyFrom: 'body+query'` also takes fields from the query string (DELETE). */
+  /**
+   * The JSON (or form) body; `bodyFrom: 'body+query'` also takes fields from the query
+   * string (DELETE). An object schema is made strict here: a field the route does not
+   * declare is a 422 naming it (a field accepted is applied, or refused; never ignored).
+   * A POST / PATCH without a body schema refuses any field the same way.
+   */
   body?: B;
   bodyFrom?: 'body' | 'body+query';
+  /**
+   * The exceptions, each for a stated reason: the Universal Auth login, whose contract
+   * says to ignore unknown fields (CONTRACT.md "ignore organizationSlug and unknown
+   * fields"), and logout, whose body is never read (ending a session must not fail).
+   */
+  unknownBodyFields?: 'ignore';
   /** The 2xx answer's JSON body, for the API description (and the contract test that checks answers against it). */
   response?: z.ZodType;
   /** Media types the route may answer with instead of JSON (e.g. `text/csv`). */
@@ -104,21 +115,57 @@ export interface Api {
   readonly routes: readonly DeclaredRoute[];
 }
 
+function noBody(req: HttpRequest, check: boolean): Record<string, never> {
+  if (check) refuseFields(parseJsonBody(req));
+  return {};
+}
+
 const ROUTER_METHOD = { GET: 'get', POST: 'post', PATCH: 'patch', PUT: 'put', DELETE: 'delete' } as const satisfies Record<Method, keyof Router>;
 
-export function createApi(router: Router, auth: Pick<Authenticator, 'actor'>): Api {
+export interface ApiOptions {
+  /** TRUSTED_PROXIES: whose X-Forwarded-For names the client (default: nobody's). */
+  trustedProxies?: readonly IpRange[];
+}
+
+/** An object schema as declared, made strict (nested objects are declared strict where they are). */
+function strictBody(schema: z.ZodType): z.ZodType {
+  return schema instanceof z.ZodObject ? schema.strict() : schema;
+}
+
+/** The top-level field names an object schema declares (the query fields a DELETE may carry). */
+function declaredFields(schema: z.ZodType): ReadonlySet<string> | undefined {
+  return schema instanceof z.ZodObject ? new Set(Object.keys(schema.shape)) : undefined;
+}
+
+/** A POST / PATCH that declares no body: any field sent is refused by name (`{}` and no body are fine). */
+function refuseFields(body: unknown): void {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
+  const keys = Object.keys(body);
+  if (keys.length === 0) return;
+  throw new AppError('VALIDATION', `Unrecognized key${keys.length > 1 ? 's' : ''}: ${keys.map((k) => JSON.stringify(k.slice(0, 64))).join(', ')}; this request takes no body fields`, {
+    details: keys.map((k) => ({ path: k.slice(0, 64), message: 'not a field of this request' })),
+  });
+}
+
+export function createApi(router: Router, auth: Pick<Authenticator, 'actor'>, opts: ApiOptions = {}): Api {
   const routes: DeclaredRoute[] = [];
+  const isTrustedProxy = ipMatcher(opts.trustedProxies ?? []);
   const declare =
     (method: Method): Declare =>
     (path, options, handler) => {
-      const { caller, summary, params, query, body, response, alsoProduces } = options;
+      const { caller, summary, params, query, response, alsoProduces } = options;
+      const body = options.body && options.unknownBodyFields !== 'ignore' ? strictBody(options.body) : options.body;
+      const queryFields = options.bodyFrom === 'body+query' && body ? declaredFields(body) : undefined;
+      const checkNoBody = !body && options.unknownBodyFields !== 'ignore' && (method === 'POST' || method === 'PATCH' || method === 'PUT');
       routes.push({ method, path, caller, summary, params, query, body, response, alsoProduces });
       router[ROUTER_METHOD[method]](path, async (req) => {
         // For the request log and metrics: the template, never the path with its names.
         req.route = path;
+        // One address per request, for the trusted-IP checks and the audit trail alike.
+        const ip = clientAddress(req.remoteAddress, req.headers['x-forwarded-for'], isTrustedProxy);
         let actor: Actor | undefined;
         if (caller !== 'none') {
-          actor = await auth.actor(req);
+          actor = await auth.actor(req, ip);
           req.actor = actor.kind === 'user' ? { kind: 'user', id: actor.userId } : { kind: 'identity', id: actor.identityId };
           if (caller === 'user' && actor.kind !== 'user') {
             throw options.refuseMachine?.() ?? new AppError('FORBIDDEN', 'You are not allowed to access this resource');
@@ -128,8 +175,8 @@ export function createApi(router: Router, auth: Pick<Authenticator, 'actor'>): A
           actor,
           params: params ? parse(params, req.params) : req.params,
           query: query ? parse(query, queryObject(req.query)) : {},
-          body: body ? parse(body, options.bodyFrom === 'body+query' ? bodyAndQuery(req) : parseJsonBody(req)) : {},
-          origin: { ip: clientAddress(req) || null },
+          body: body ? parse(body, options.bodyFrom === 'body+query' ? bodyAndQuery(req, queryFields) : parseJsonBody(req)) : noBody(req, checkNoBody),
+          origin: { ip: ip || null },
           req,
         };
         return handler(input as never);

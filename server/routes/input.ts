@@ -51,10 +51,31 @@ export function parse<S extends z.ZodType>(schema: S, input: unknown): z.output<
   throw new AppError('VALIDATION', first.path ? `${first.path}: ${first.message}` : first.message, { details });
 }
 
-export function projectRef(q: { workspaceSlug?: string; workspaceId?: string }): { slug: string } | { id: string } {
-  if (q.workspaceId) return { id: q.workspaceId };
-  if (q.workspaceSlug) return { slug: q.workspaceSlug };
-  throw new AppError('VALIDATION', 'Either workspaceId or workspaceSlug is required');
+/**
+ * The project a request names. Clients name it by id (`workspaceId`, `projectId`) or by
+ * slug (`workspaceSlug`, `projectSlug`), some with two fields at once (the SDK sends
+ * `projectId` and `workspaceId`). Every field given is applied: two ids (or two slugs)
+ * that differ, or an id and a slug together, are a 422 naming them, never one of them
+ * silently ignored.
+ */
+function namedProject(b: Record<string, string | undefined>, idFields: readonly string[], slugFields: readonly string[], missing: string): ProjectRef {
+  const given = (fields: readonly string[]) => fields.filter((f) => b[f] !== undefined && b[f] !== '');
+  const ids = given(idFields);
+  const slugs = given(slugFields);
+  for (const group of [ids, slugs]) {
+    const [first, ...rest] = group;
+    const other = rest.find((f) => b[f]!.toLowerCase() !== b[first!]!.toLowerCase());
+    if (other) throw new AppError('VALIDATION', `${first} and ${other} name different projects`);
+  }
+  if (ids.length > 0 && slugs.length > 0) throw new AppError('VALIDATION', `Name the project by id or by slug, not both (${ids[0]}, ${slugs[0]})`);
+  if (ids.length > 0) return { id: b[ids[0]!]! };
+  if (slugs.length > 0) return { slug: b[slugs[0]!]! };
+  throw new AppError('VALIDATION', missing);
+}
+
+/** v3 reads: `workspaceSlug` or `workspaceId` (or `projectId`). */
+export function projectRef(q: { workspaceSlug?: string; workspaceId?: string; projectId?: string }): ProjectRef {
+  return namedProject(q, ['workspaceId', 'projectId'], ['workspaceSlug'], 'Either workspaceId or workspaceSlug is required');
 }
 
 /** A flag sent as a JSON boolean (body) or as "true"/"false" (query string or form). */
@@ -73,25 +94,26 @@ export const ref = z
 /**
  * The body of a request that may also carry its fields in the query string (DELETE:
  * some clients send a body, others a query). Body fields win; a body that is not an
- * object is returned as is, for the schema to refuse.
+ * object is returned as is, for the schema to refuse. Only the query parameters the
+ * route declares (`fields`) are taken: others are tolerated, as on every route, while
+ * an unknown field in the body is refused.
  */
-export function bodyAndQuery(req: HttpRequest): unknown {
+export function bodyAndQuery(req: HttpRequest, fields?: ReadonlySet<string>): unknown {
   const body = parseJsonBody(req);
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
-  return { ...queryObject(req.query), ...(body as Record<string, unknown>) };
+  const query = queryObject(req.query);
+  if (fields) for (const k of Object.keys(query)) if (!fields.has(k)) delete query[k];
+  return { ...query, ...(body as Record<string, unknown>) };
 }
 
-/** The project a v3 write names: `workspaceId`, or `projectSlug` / `workspaceSlug`. */
-export function v3ProjectRef(b: { workspaceId?: string; projectSlug?: string; workspaceSlug?: string }): ProjectRef {
-  if (b.workspaceId) return { id: b.workspaceId };
-  const slug = b.projectSlug || b.workspaceSlug;
-  if (slug) return { slug };
-  throw new AppError('VALIDATION', 'Either workspaceId or projectSlug is required');
+/** The project a v3 write names: `workspaceId` (or `projectId`), or `projectSlug` / `workspaceSlug`. */
+export function v3ProjectRef(b: { workspaceId?: string; projectSlug?: string; workspaceSlug?: string; projectId?: string }): ProjectRef {
+  return namedProject(b, ['workspaceId', 'projectId'], ['projectSlug', 'workspaceSlug'], 'Either workspaceId or projectSlug is required');
 }
 
-/** The project a v4 route or an admin route names by id: `projectId` (or the older `workspaceId`). */
-export function projectIdRef(b: { projectId?: string; workspaceId?: string }): ProjectRef {
-  const id = b.projectId || b.workspaceId;
-  if (id) return { id };
-  throw new AppError('VALIDATION', 'projectId is required');
+/** The project a v4 route or an admin route names by id: `projectId` (or the older `workspaceId`); a slug field given is refused, not ignored. */
+export function projectIdRef(b: { projectId?: string; workspaceId?: string; projectSlug?: string; workspaceSlug?: string }): ProjectRef {
+  const ref = namedProject(b, ['projectId', 'workspaceId'], ['projectSlug', 'workspaceSlug'], 'projectId is required');
+  if ('slug' in ref) throw new AppError('VALIDATION', 'projectId is required (this route names the project by id)');
+  return ref;
 }

@@ -58,14 +58,32 @@ const writeScope = {
   overrideImmutable: boolish.optional(),
 };
 
+/**
+ * Lists Infisical clients may send that this service has no use for (it keeps no tags
+ * and no secret metadata): an empty list says exactly that and is accepted; a non-empty
+ * one is refused, never dropped.
+ */
+const emptyList = (name: string, what: string) =>
+  z.array(z.unknown(), { error: `${name} must be a list` }).max(0, `${what} are not supported: send an empty list or leave ${name} out`).optional();
+const unsupportedLists = {
+  tagIds: emptyList('tagIds', 'tags'),
+  secretMetadata: emptyList('secretMetadata', 'secret metadata'),
+};
+
+// A create has no protected key to override: `overrideImmutable` is a field of changes
+// and deletions only (refused here, as any field that would do nothing).
+const { overrideImmutable: _override, ...createScope } = writeScope;
+
 const createBody = z.object({
-  ...writeScope,
+  ...createScope,
+  ...unsupportedLists,
   secretValue: value('secretValue'),
   secretComment: comment.optional(),
   skipMultilineEncoding: z.boolean({ error: 'skipMultilineEncoding must be a boolean' }).optional(),
 });
 const updateBody = z.object({
   ...writeScope,
+  ...unsupportedLists,
   secretValue: value('secretValue').optional(),
   secretComment: comment.optional(),
   newSecretName: z.string({ error: 'newSecretName must be a string' }).max(255).optional(),
@@ -73,10 +91,11 @@ const updateBody = z.object({
 });
 const deleteInput = z.object(writeScope);
 const batchBody = z.object({
-  ...writeScope,
+  ...createScope,
   secrets: z
     .array(
-      z.object({
+      z.strictObject({
+        ...unsupportedLists,
         secretKey: z.string({ error: 'secretKey is required' }).max(255),
         secretValue: value('secretValue'),
         secretComment: comment.optional(),
@@ -109,9 +128,9 @@ export function registerSecretRoutes<L extends string, O extends string, B exten
   paths: SecretPaths<L, O, B>,
   project: { read: (q: ReadScope) => ProjectRef; write: (b: WriteScope) => ProjectRef },
 ) {
-  const where = (b: z.output<typeof deleteInput>) => ({ project: project.write(b), environment: b.environment, secretPath: b.secretPath });
+  const where = (b: WriteScope & { environment: string; secretPath?: string }) => ({ project: project.write(b), environment: b.environment, secretPath: b.secretPath });
   /** The secret a write names: where (body) and which (path), and the request's origin. */
-  const named = (b: z.output<typeof deleteInput>, params: unknown, origin: Origin) => ({
+  const named = (b: WriteScope & { environment: string; secretPath?: string }, params: unknown, origin: Origin) => ({
     ...where(b),
     key: secretName(params as { secretName: string }),
     origin,

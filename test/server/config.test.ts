@@ -89,3 +89,16 @@ t.test('REQUEST_DEADLINE_MS and SHUTDOWN_GRACE_SECONDS', async (t) => {
   t.throws(() => parseConfig({ ...good, REQUEST_DEADLINE_MS: '5s' }), { message: /^invalid REQUEST_DEADLINE_MS: must be a whole number$/ });
   t.throws(() => parseConfig({ ...good, SHUTDOWN_GRACE_SECONDS: '3601' }), { message: /^invalid SHUTDOWN_GRACE_SECONDS: must be at most 3600$/ });
 });
+
+t.test('TRUSTED_PROXIES: a list of addresses and CIDR ranges, empty by default', async (t) => {
+  t.same(parseConfig(good).trustedProxies, [], 'nobody is trusted by default');
+  t.same(parseConfig({ ...good, TRUSTED_PROXIES: '' }).trustedProxies, []);
+  t.same(parseConfig({ ...good, TRUSTED_PROXIES: '10.0.0.0/8, 192.168.1.1 fd00::/8' }).trustedProxies, [
+    { ipAddress: '10.0.0.0', type: 'ipv4', prefix: 8 },
+    { ipAddress: '192.168.1.1', type: 'ipv4' },
+    { ipAddress: 'fd00::', type: 'ipv6', prefix: 8 },
+  ]);
+  for (const bad of ['10.0.0.0/33', 'proxy.local', '10.0.0.0/8,300.1.1.1', '::1/129', '10.0.0.0/']) {
+    t.throws(() => parseConfig({ ...good, TRUSTED_PROXIES: bad }), { message: /^invalid TRUSTED_PROXIES: '.*' is not an IP address or CIDR range$/ }, bad);
+  }
+});

@@ -3,7 +3,7 @@
 // to every login/session route. More in loginLockout.test.ts, auth/sessionCookie.test.ts
 // and (the same work for a wrong password and an unknown address) domain/users.test.ts.
 import t from 'tap';
-import { ADMIN, signupAdmin } from '../helpers/admin.js';
+import { ADMIN, ADMIN_LOGIN, signupAdmin } from '../helpers/admin.js';
 import { JSON_TYPE, request } from '../helpers/http.js';
 import { startTestService, testEnv } from '../helpers/service.js';
 
@@ -18,14 +18,14 @@ t.test('superadmin signup, login, sessions (postgres+redis)', async (t) => {
 
   const admin = await signupAdmin(svc.url);
   t.equal(await config(), true);
-  const cookieLine = (await request(`${svc.url}/api/v3/auth/login`, { method: 'POST', json: ADMIN })).headers.get('set-cookie')!;
+  const cookieLine = (await request(`${svc.url}/api/v3/auth/login`, { method: 'POST', json: ADMIN_LOGIN })).headers.get('set-cookie')!;
   t.match(cookieLine, /^vault_session=[\w.-]+; HttpOnly; SameSite=Strict; Path=\/; Max-Age=\d+$/);
 
   const again = await request(`${svc.url}/api/v1/admin/signup`, { method: 'POST', json: { ...ADMIN, email: 'other@example.test' } });
   t.equal(again.status, 400);
   t.equal(again.body.message, 'Admin account has already been set up');
 
-  for (const body of [{ ...ADMIN, password: 'wrong password!!' }, { email: 'nobody@example.test', password: ADMIN.password }]) {
+  for (const body of [{ ...ADMIN_LOGIN, password: 'wrong password!!' }, { email: 'nobody@example.test', password: ADMIN.password }]) {
     const r = await request(`${svc.url}/api/v3/auth/login`, { method: 'POST', json: body });
     t.equal(r.status, 401);
     t.equal(r.contentType, JSON_TYPE);
@@ -50,8 +50,8 @@ t.test('superadmin signup, login, sessions (postgres+redis)', async (t) => {
   t.equal((await request(`${svc.url}/api/v1/users/me`, { token: admin.token })).status, 401, 'logout ended the session');
 
   // Lockout after repeated failures, even with the right password afterwards.
-  for (let i = 0; i < 5; i++) await request(`${svc.url}/api/v3/auth/login`, { method: 'POST', json: { ...ADMIN, password: `wrong ${i} password` } });
-  const locked = await request(`${svc.url}/api/v3/auth/login`, { method: 'POST', json: ADMIN });
+  for (let i = 0; i < 5; i++) await request(`${svc.url}/api/v3/auth/login`, { method: 'POST', json: { ...ADMIN_LOGIN, password: `wrong ${i} password` } });
+  const locked = await request(`${svc.url}/api/v3/auth/login`, { method: 'POST', json: ADMIN_LOGIN });
   t.equal(locked.status, 429);
   t.ok(Number(locked.headers.get('retry-after')) > 0);
 });
@@ -186,7 +186,7 @@ t.test('logout with a bearer token; bad input to login, logout, me and signup (e
   });
 
   await t.test('logout: bad input; a bearer token logs out without a CSRF token', async (t) => {
-    const session = (await loginWith(url, ADMIN)).body;
+    const session = (await loginWith(url, ADMIN_LOGIN)).body;
     for (const [name, send, status] of [
       ['no credentials', () => raw('/api/v1/auth/logout', '{}'), 401],
       ['garbage bearer', () => raw('/api/v1/auth/logout', '{}', { authorization: 'Bearer x.y.z' }), 401],

@@ -33,7 +33,14 @@ const messageSchema = z.object({ message: z.string() });
 export function registerAuthRoutes(api: Api, svc: Services) {
   api.post(
     '/api/v1/auth/universal-auth/login',
-    { caller: 'none', summary: 'Universal Auth: client id and secret for an access token', body: loginBody, response: loginSchema },
+    {
+      caller: 'none',
+      summary: 'Universal Auth: client id and secret for an access token',
+      body: loginBody,
+      // CONTRACT.md: ignore organizationSlug and unknown fields (clients send extra ones).
+      unknownBodyFields: 'ignore',
+      response: loginSchema,
+    },
     async ({ body, origin }) => ({ body: await svc.machineAuth.login({ ...body, ip: origin.ip }) }),
   );
 
@@ -54,7 +61,14 @@ export function registerAuthRoutes(api: Api, svc: Services) {
 
   api.post(
     '/api/v1/auth/logout',
-    { caller: 'user', summary: "End the caller's session", refuseMachine: () => new AppError('BAD_REQUEST', 'Machine identities revoke their token with /api/v1/auth/token/revoke'), response: messageSchema },
+    {
+      caller: 'user',
+      summary: "End the caller's session",
+      refuseMachine: () => new AppError('BAD_REQUEST', 'Machine identities revoke their token with /api/v1/auth/token/revoke'),
+      // The body is not read: a logout never fails on what came with it.
+      unknownBodyFields: 'ignore',
+      response: messageSchema,
+    },
     async ({ actor, origin, req }) => {
       await svc.users.logout(actor, origin);
       return {

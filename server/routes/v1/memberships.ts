@@ -9,9 +9,9 @@ import { isoString } from '../shape.js';
 
 // `role`, as the contract names it, or Infisical's `roles: [{role}]` with one entry.
 const roleBody = z
-  .object({
+  .strictObject({
     role: z.string().max(64).optional(),
-    roles: z.array(z.object({ role: z.string({ error: 'roles[].role is required' }).max(64) })).min(1).max(1, 'exactly one role').optional(),
+    roles: z.array(z.strictObject({ role: z.string({ error: 'roles[].role is required' }).max(64) })).min(1).max(1, 'exactly one role').optional(),
   })
   .transform((b, c) => {
     const role = b.role ?? b.roles?.[0]?.role;

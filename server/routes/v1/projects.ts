@@ -12,7 +12,14 @@ import { isoString } from '../shape.js';
 
 export const nameText = (name: string) => z.string({ error: `${name} must be a string` }).max(256);
 
-const createBody = z.object({ projectName: nameText('projectName'), slug: nameText('slug').optional() });
+const createBody = z.object({
+  projectName: nameText('projectName'),
+  slug: nameText('slug').optional(),
+  // The SDK always sends a type; every project here is a secret manager (applied), other
+  // types are refused. The default template is what a new project gets (dev, staging, prod).
+  type: z.literal('secret-manager', { error: 'type must be "secret-manager": other project types are not supported' }).optional(),
+  template: z.literal('default', { error: 'template must be "default": project templates are not supported' }).optional(),
+});
 const updateBody = z.object({ name: nameText('name').optional(), slug: nameText('slug').optional() });
 export const forceQuery = z.object({ force: queryBool.optional(), overrideImmutable: queryBool.optional() });
 // The limits of every other project ref: the slug is echoed in the 404 message.

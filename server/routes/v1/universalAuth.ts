@@ -1,26 +1,75 @@
 // Universal Auth of machine identities (the superadmin's API):
-// /api/v1/auth/universal-auth/identities/:identityId[/client-secrets[/:clientSecretId[/revoke]]].
+// /api/v1/auth/universal-auth/identities/:identityId (POST attach, GET, PATCH settings)
+// [/client-secrets[/:clientSecretId[/revoke]]]. The settings are Infisical's: TTLs, the
+// access-token use limit, and the trusted IP ranges for logins and for access tokens.
 import { z } from 'zod';
-import type { ClientSecretInfo, UniversalAuthRow } from '../../../storage/identities.js';
+import type { ClientSecretInfo, TrustedIp, UniversalAuthRow } from '../../../storage/identities.js';
+import { parseIpRange } from '../../http/clientAddress.js';
 import type { Services } from '../../services.js';
 import type { Api } from '../api.js';
 import { intField } from '../input.js';
 import { isoString } from '../shape.js';
 
-const uaBody = z.object({
+/**
+ * Infisical's trusted-IP list: `[{ipAddress: "10.0.0.0/8"}, {ipAddress: "192.168.1.7"}]`,
+ * at least one entry; stored and answered as `{ipAddress, type, prefix?}`.
+ */
+const trustedIpsInput = (name: string) =>
+  z
+    .array(
+      z.strictObject({
+        ipAddress: z
+          .string({ error: `${name}: ipAddress must be a string` })
+          .trim()
+          .max(64, `${name}: ipAddress must be at most 64 characters`)
+          .transform((v, ctx): TrustedIp => {
+            const r = parseIpRange(v);
+            if (!r) {
+              ctx.addIssue({ code: 'custom', message: 'The IP is not a valid IPv4, IPv6, or CIDR block' });
+              return z.NEVER;
+            }
+            return r;
+          }),
+      }),
+      { error: `${name} must be a list of {ipAddress}` },
+    )
+    .min(1, `${name} must hold at least one IP address or range`)
+    .max(100, `${name} must hold at most 100 IP addresses or ranges`)
+    .transform((list) => list.map((e) => e.ipAddress));
+
+/**
+ * `accessTokenPeriod` (periodic tokens) is not supported: 0, its default and "not
+ * periodic", is what this service does and is accepted; any other value is refused.
+ */
+const accessTokenPeriod = z.literal(0, { error: 'accessTokenPeriod: periodic access tokens are not supported (only 0)' }).optional();
+
+/**
+ * Infisical's attach / update bodies, minus what is not supported: the lockout settings
+ * (lockoutEnabled, lockoutThreshold, …) are the service's LOGIN_MAX_ATTEMPTS and
+ * LOGIN_LOCKOUT_SECONDS here, so they are refused (422 naming the field) like any other
+ * unknown field, never accepted and ignored.
+ */
+const uaBody = z.strictObject({
   accessTokenTTL: intField('accessTokenTTL').optional(),
   accessTokenMaxTTL: intField('accessTokenMaxTTL').optional(),
+  accessTokenNumUsesLimit: intField('accessTokenNumUsesLimit').optional(),
+  clientSecretTrustedIps: trustedIpsInput('clientSecretTrustedIps').optional(),
+  accessTokenTrustedIps: trustedIpsInput('accessTokenTrustedIps').optional(),
+  accessTokenPeriod,
 });
-const clientSecretBody = z.object({
+const clientSecretBody = z.strictObject({
   description: z.string().max(256).optional(),
   ttl: intField('ttl').optional(),
   numUsesLimit: intField('numUsesLimit').optional(),
 });
 
-const ANY_IP = [
-  { ipAddress: '0.0.0.0', prefix: 0, type: 'ipv4' },
-  { ipAddress: '::', prefix: 0, type: 'ipv6' },
-];
+const settingsOf = (b: z.output<typeof uaBody>) => ({
+  accessTokenTtl: b.accessTokenTTL,
+  accessTokenMaxTtl: b.accessTokenMaxTTL,
+  accessTokenNumUsesLimit: b.accessTokenNumUsesLimit,
+  clientSecretTrustedIps: b.clientSecretTrustedIps,
+  accessTokenTrustedIps: b.accessTokenTrustedIps,
+});
 
 /** Infisical's shape. This service keys Universal Auth by identity: `id` is the identity's id. */
 function universalAuthJson(ua: UniversalAuthRow, orgId?: string) {
@@ -30,9 +79,10 @@ function universalAuthJson(ua: UniversalAuthRow, orgId?: string) {
     clientId: ua.clientId,
     accessTokenTTL: ua.accessTokenTtl,
     accessTokenMaxTTL: ua.accessTokenMaxTtl,
-    accessTokenNumUsesLimit: 0,
-    clientSecretTrustedIps: ANY_IP,
-    accessTokenTrustedIps: ANY_IP,
+    accessTokenNumUsesLimit: ua.accessTokenNumUsesLimit,
+    accessTokenPeriod: 0,
+    clientSecretTrustedIps: ua.clientSecretTrustedIps,
+    accessTokenTrustedIps: ua.accessTokenTrustedIps,
     ...(orgId ? { orgId } : {}),
     createdAt: ua.createdAt.toISOString(),
     updatedAt: ua.updatedAt.toISOString(),
@@ -63,7 +113,7 @@ function clientSecretJson(c: ClientSecretInfo) {
 
 const UA = '/api/v1/auth/universal-auth/identities/:identityId';
 
-const trustedIps = z.array(z.object({ ipAddress: z.string(), prefix: z.number().int(), type: z.string() }));
+const trustedIps = z.array(z.object({ ipAddress: z.string(), type: z.enum(['ipv4', 'ipv6']), prefix: z.number().int().optional() }));
 const oneUniversalAuth = z.object({
   identityUniversalAuth: z.object({
     id: z.string(),
@@ -72,6 +122,7 @@ const oneUniversalAuth = z.object({
     accessTokenTTL: z.number().int(),
     accessTokenMaxTTL: z.number().int(),
     accessTokenNumUsesLimit: z.number().int(),
+    accessTokenPeriod: z.literal(0),
     clientSecretTrustedIps: trustedIps,
     accessTokenTrustedIps: trustedIps,
     orgId: z.string().optional(),
@@ -105,7 +156,21 @@ export function registerUniversalAuthRoutes(api: Api, svc: Services) {
     UA,
     { caller: 'any', summary: 'Attach Universal Auth to an identity', body: uaBody, response: oneUniversalAuth },
     async ({ actor, params, body, origin }) => {
-      const ua = await ids.attachUniversalAuth(actor, params.identityId, { accessTokenTtl: body.accessTokenTTL, accessTokenMaxTtl: body.accessTokenMaxTTL }, origin);
+      const ua = await ids.attachUniversalAuth(actor, params.identityId, settingsOf(body), origin);
+      return { body: { identityUniversalAuth: universalAuthJson(ua) } };
+    },
+  );
+
+  api.patch(
+    UA,
+    {
+      caller: 'any',
+      summary: "Change an identity's Universal Auth settings (TTLs, access-token use limit, trusted IPs); absent fields are kept",
+      body: uaBody,
+      response: oneUniversalAuth,
+    },
+    async ({ actor, params, body, origin }) => {
+      const ua = await ids.updateUniversalAuth(actor, params.identityId, settingsOf(body), origin);
       return { body: { identityUniversalAuth: universalAuthJson(ua) } };
     },
   );

@@ -3,6 +3,7 @@
 // DELETE /api/v2/folders/:folderIdOrName. The same routes answer under /api/v1/folders,
 // where Infisical's SDKs (5.x) call them.
 import { z } from 'zod';
+import { AppError } from '../../errors.js';
 import type { FolderView } from '../../domain/folders.js';
 import type { Services } from '../../services.js';
 import type { Api } from '../api.js';
@@ -28,7 +29,14 @@ const oneFolder = z.object({ folder: listedSchema.extend({ envId: z.string() }) 
 
 type Scope = Omit<z.output<typeof createBody>, 'name'>;
 /** Where a folder request points: the project, environment and parent path. */
-const where = (b: Scope) => ({ project: projectIdRef(b), environment: b.environment, path: b.path ?? b.directory });
+/** `path` and the older `directory` name the same thing: both given and different is refused, not resolved silently. */
+function folderPath(b: Scope): string | undefined {
+  if (b.path !== undefined && b.directory !== undefined && b.path !== b.directory) {
+    throw new AppError('VALIDATION', 'path and directory name different folders');
+  }
+  return b.path ?? b.directory;
+}
+const where = (b: Scope) => ({ project: projectIdRef(b), environment: b.environment, path: folderPath(b) });
 
 const folderShape = (f: FolderView) => ({ id: f.id, name: f.name, path: f.path, parentId: f.parentId, envId: f.environmentId });
 const listedShape = (f: { id: string; name: string; path: string; parentId: string | null }) => ({ id: f.id, name: f.name, path: f.path, parentId: f.parentId });

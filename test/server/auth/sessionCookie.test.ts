@@ -1,7 +1,7 @@
 // The session cookie's Secure flag: COOKIE_SECURE (auto by default: the first
 // X-Forwarded-Proto value, any case), the same on login, signup and logout's clearing cookie.
 import t from 'tap';
-import { ADMIN, signupAdmin } from '../../helpers/admin.js';
+import { ADMIN, ADMIN_LOGIN, signupAdmin } from '../../helpers/admin.js';
 import { request } from '../../helpers/http.js';
 import { startTestService, testEnv } from '../../helpers/service.js';
 
@@ -14,7 +14,7 @@ t.test('the Secure cookie flag follows COOKIE_SECURE and X-Forwarded-Proto (post
   };
   async function cookies(url: string, proto: string | undefined) {
     const headers: Record<string, string> = proto === undefined ? {} : { 'x-forwarded-proto': proto };
-    const login = await request(`${url}${LOGIN}`, { method: 'POST', json: ADMIN, headers });
+    const login = await request(`${url}${LOGIN}`, { method: 'POST', json: ADMIN_LOGIN, headers });
     t.equal(login.status, 200);
     const logout = await request(`${url}/api/v1/auth/logout`, { method: 'POST', token: login.body.token, headers });
     t.equal(logout.status, 200);

@@ -253,6 +253,21 @@ t.test('every state-changing route goes through the write pipeline', async (t) =
       changed: becomes(404, 200),
     },
     {
+      // The access-token trusted IPs apply at once, on the other replica too (its cached
+      // token state is dropped).
+      route: 'PATCH /api/v1/auth/universal-auth/identities/:identityId',
+      events: ['update-identity-universal-auth'],
+      prepare: async () => {
+        const p = await project();
+        const m = await identity(p.projectId);
+        return { ...p, ...m, token: await machineLogin(m.clientId, m.clientSecret) };
+      },
+      call: (r, c) =>
+        r.call('PATCH', `/api/v1/auth/universal-auth/identities/${c.identityId}`, admin, { accessTokenTrustedIps: [{ ipAddress: '203.0.113.0/24' }] }),
+      observe: (r, c) => status(list(r, c.slug!, c.token!)),
+      changed: becomes(200, 403),
+    },
+    {
       route: 'POST /api/v1/auth/universal-auth/identities/:identityId/client-secrets',
       events: ['create-identity-universal-auth-client-secret'],
       prepare: async () => {
