@@ -41,6 +41,13 @@ t.test('the schema refuses bad production values', async (t) => {
   t.not(bad(['serviceMonitor', 'interval'], 'often').length, 0);
   t.not(bad(['shutdownGraceSeconds'], -1).length, 0);
   t.not(bad(['ingress', 'hostname'], 'x').length, 0, 'unknown ingress field');
+  t.not(bad(['trustedProxies'], 'proxy.local').length, 0, 'trustedProxies: addresses and ranges only');
+  t.same(bad(['trustedProxies'], '10.42.0.0/16, fd00::/8'), [], 'trustedProxies: a list of ranges');
+});
+
+t.test('TRUSTED_PROXIES reaches the app only when set', async (t) => {
+  t.equal(values.trustedProxies, '', 'empty by default: X-Forwarded-For is never believed');
+  t.match(deployment, /\{\{- if \.Values\.trustedProxies \}\}\s*\n\s*#[^\n]*\n\s*- name: TRUSTED_PROXIES\n\s*value: \{\{ \.Values\.trustedProxies \| quote \}\}/);
 });
 
 t.test('terminationGracePeriodSeconds = shutdownGraceSeconds + preStop sleep + 5', async (t) => {
