@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
+import type { RootKeySpec } from '../crypto/index.js';
 
 export const ENCRYPTION_KEY_MESSAGE = 'ENCRYPTION_KEY must be 32 hex characters';
 export const AUTH_SECRET_MESSAGE = 'invalid AUTH_SECRET';
@@ -35,9 +36,19 @@ const integer = (min: number, max = Number.MAX_SAFE_INTEGER) =>
 
 const setting = <T extends z.ZodType>(schema: T) => z.preprocess(blankIsUnset, schema);
 
+const encryptionKey = z.string({ error: ENCRYPTION_KEY_MESSAGE }).regex(/^[0-9a-fA-F]{32}$/, ENCRYPTION_KEY_MESSAGE);
+
 const schema = z.object({
   NODE_ENV: z.string().default('development'),
-  ENCRYPTION_KEY: z.string({ error: ENCRYPTION_KEY_MESSAGE }).regex(/^[0-9a-fA-F]{32}$/, ENCRYPTION_KEY_MESSAGE),
+  KEY_PROVIDER: setting(z.enum(['local', 'pkcs11']).default('local')),
+  // Required by KEY_PROVIDER=local (checked below, with the seed's message).
+  ENCRYPTION_KEY: z.string().optional(),
+  PKCS11_MODULE: setting(z.string().optional()),
+  PKCS11_TOKEN_LABEL: setting(z.string().optional()),
+  PKCS11_SLOT: setting(integer(0).optional()),
+  PKCS11_PIN: setting(z.string().optional()),
+  PKCS11_PIN_FILE: setting(z.string().optional()),
+  PKCS11_KEY_LABEL: setting(z.string().trim().default('vault-standalone-root')),
   AUTH_SECRET: z.string({ error: AUTH_SECRET_MESSAGE }).refine(isValidAuthSecret, AUTH_SECRET_MESSAGE),
   PORT: setting(integer(0, 65535).default(8080)),
   HOST: setting(z.string().default('0.0.0.0')),
@@ -55,10 +66,22 @@ const schema = z.object({
   AUDIT_HEAD_LOG_EVERY: setting(integer(1).default(1000)),
 });
 
+/** KEY_PROVIDER=pkcs11: where the root key is. The PIN is zeroed and deleted once the workers logged in. */
+export interface Pkcs11Config {
+  module: string;
+  tokenLabel?: string;
+  slot?: number;
+  keyLabel: string;
+  pin: Buffer;
+}
+
 export interface Config {
   nodeEnv: string;
-  /** Deleted by createServices once the crypto workers hold the key. */
-  encryptionKey: string;
+  keyProvider: 'local' | 'pkcs11';
+  /** KEY_PROVIDER=local. Deleted by createServices once the crypto workers hold the key. */
+  encryptionKey?: string;
+  /** KEY_PROVIDER=pkcs11. */
+  pkcs11?: Pkcs11Config;
   /** Zeroed and deleted by createServices once the keys derived from it exist. */
   authSecret: Buffer;
   port: number;
@@ -83,6 +106,10 @@ export class ConfigError extends Error {}
 
 /** Throws ConfigError with the first message a person must act on. */
 export function parseConfig(env: Record<string, string | undefined>): Config {
+  // The seed's key message first, as before KEY_PROVIDER existed.
+  if ((blankIsUnset(env.KEY_PROVIDER) ?? 'local') === 'local' && !encryptionKey.safeParse(env.ENCRYPTION_KEY).success) {
+    throw new ConfigError(ENCRYPTION_KEY_MESSAGE);
+  }
   const result = schema.safeParse(env);
   if (!result.success) {
     // The bootstrap keys first: their messages are the ones the seed documents.
@@ -95,9 +122,18 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     );
   }
   const e = result.data;
+  let key: Pick<Config, 'encryptionKey' | 'pkcs11'>;
+  if (e.KEY_PROVIDER === 'local') {
+    const k = encryptionKey.safeParse(e.ENCRYPTION_KEY);
+    if (!k.success) throw new ConfigError(ENCRYPTION_KEY_MESSAGE);
+    key = { encryptionKey: k.data.toLowerCase() };
+  } else {
+    key = { pkcs11: pkcs11Settings(e) };
+  }
   return {
     nodeEnv: e.NODE_ENV,
-    encryptionKey: e.ENCRYPTION_KEY.toLowerCase(),
+    keyProvider: e.KEY_PROVIDER,
+    ...key,
     authSecret: Buffer.from(e.AUTH_SECRET.trim(), 'base64'),
     port: e.PORT,
     host: e.HOST,
@@ -115,6 +151,73 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     auditHeadLogEvery: e.AUDIT_HEAD_LOG_EVERY,
   };
 }
+
+type Parsed = z.infer<typeof schema>;
+
+/** KEY_PROVIDER=pkcs11's settings; every refusal names the setting. */
+function pkcs11Settings(e: Parsed): Pkcs11Config {
+  const need = 'is required when KEY_PROVIDER=pkcs11';
+  if (e.PKCS11_MODULE === undefined) throw new ConfigError(`PKCS11_MODULE ${need} (the path of the token's PKCS#11 library)`);
+  if ((e.PKCS11_TOKEN_LABEL === undefined) === (e.PKCS11_SLOT === undefined)) {
+    throw new ConfigError('PKCS11_TOKEN_LABEL or PKCS11_SLOT (exactly one) is required when KEY_PROVIDER=pkcs11');
+  }
+  if ((e.PKCS11_PIN === undefined) === (e.PKCS11_PIN_FILE === undefined)) {
+    throw new ConfigError('PKCS11_PIN or PKCS11_PIN_FILE (exactly one) is required when KEY_PROVIDER=pkcs11');
+  }
+  if (e.PKCS11_KEY_LABEL === '') throw new ConfigError('invalid PKCS11_KEY_LABEL: must not be empty');
+  let pin: Buffer;
+  if (e.PKCS11_PIN_FILE !== undefined) {
+    let raw: Buffer;
+    try {
+      raw = readFileSync(e.PKCS11_PIN_FILE);
+    } catch (err) {
+      throw new ConfigError(`PKCS11_PIN_FILE: cannot read ${e.PKCS11_PIN_FILE} (${(err as { code?: string }).code ?? 'error'})`);
+    }
+    // A trailing newline (as editors and `echo` leave one) is not part of the PIN.
+    let end = raw.length;
+    while (end > 0 && (raw[end - 1] === 0x0a || raw[end - 1] === 0x0d)) end--;
+    pin = Buffer.alloc(end);
+    raw.copy(pin, 0, 0, end);
+    raw.fill(0);
+  } else {
+    pin = Buffer.from(e.PKCS11_PIN!, 'utf8');
+  }
+  if (pin.length === 0) throw new ConfigError(`${e.PKCS11_PIN_FILE !== undefined ? 'PKCS11_PIN_FILE' : 'PKCS11_PIN'}: the PIN is empty`);
+  return {
+    module: e.PKCS11_MODULE,
+    ...(e.PKCS11_TOKEN_LABEL !== undefined ? { tokenLabel: e.PKCS11_TOKEN_LABEL } : { slot: e.PKCS11_SLOT! }),
+    keyLabel: e.PKCS11_KEY_LABEL,
+    pin,
+  };
+}
+
+/**
+ * The root key this configuration names, as createCrypto takes it, at `version` (the
+ * database's current root key version). A PKCS#11 PIN is copied: createCrypto zeroes
+ * its copy; the caller drops config.pkcs11.pin (see createServices).
+ */
+export function rootKeySpec(config: Pick<Config, 'keyProvider' | 'encryptionKey' | 'pkcs11'>, version: number, settingPrefix = ''): RootKeySpec {
+  if (config.keyProvider === 'pkcs11') {
+    const p = config.pkcs11;
+    if (!p) throw new ConfigError('KEY_PROVIDER=pkcs11 without its settings');
+    const pin = new Uint8Array(p.pin.length);
+    pin.set(p.pin);
+    return {
+      provider: 'pkcs11',
+      version,
+      module: p.module,
+      keyLabel: p.keyLabel,
+      settingPrefix,
+      ...(p.tokenLabel !== undefined ? { tokenLabel: p.tokenLabel } : { slot: p.slot! }),
+      pin,
+    };
+  }
+  if (config.encryptionKey === undefined) throw new ConfigError(ENCRYPTION_KEY_MESSAGE);
+  return { provider: 'local', version, keyHex: config.encryptionKey };
+}
+
+/** The settings that carry a secret, dropped from the environment once the workers hold it. */
+export const SECRET_SETTINGS = ['ENCRYPTION_KEY', 'AUTH_SECRET', 'PKCS11_PIN'] as const;
 
 export const DEV_KEYS_FILE = 'dev-keys.env';
 

@@ -1,6 +1,6 @@
 // Entry point: configuration, then the service. Every start-up failure ends the
 // process with a message a person can act on and a non-zero exit code.
-import { ConfigError, LOG_LEVELS, parseConfig, withDevelopmentKeys, type LogLevel } from './config.js';
+import { ConfigError, LOG_LEVELS, parseConfig, SECRET_SETTINGS, withDevelopmentKeys, type LogLevel } from './config.js';
 import { startService } from './app.js';
 import type { Logger } from './services.js';
 
@@ -36,8 +36,7 @@ async function main() {
     throw err;
   }
   // The keys now live in `config` only; child processes and workers must not inherit them.
-  delete process.env.ENCRYPTION_KEY;
-  delete process.env.AUTH_SECRET;
+  for (const name of SECRET_SETTINGS) delete process.env[name];
   const log = logger(config.logLevel);
 
   if (prepared.generated) {
