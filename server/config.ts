@@ -43,12 +43,7 @@ const schema = z.object({
   KEY_PROVIDER: setting(z.enum(['local', 'pkcs11']).default('local')),
   // Required by KEY_PROVIDER=local (checked below, with the seed's message).
   ENCRYPTION_KEY: z.string().optional(),
-  PKCS11_MODULE: setting(z.string().optional()),
-  PKCS11_TOKEN_LABEL: setting(z.string().optional()),
-  PKCS11_SLOT: setting(integer(0).optional()),
-  PKCS11_PIN: setting(z.string().optional()),
-  PKCS11_PIN_FILE: setting(z.string().optional()),
-  PKCS11_KEY_LABEL: setting(z.string().trim().default('vault-standalone-root')),
+  // PKCS11_*: read and checked by parseKeySettings (shared with rotate-key's NEW_ target).
   AUTH_SECRET: z.string({ error: AUTH_SECRET_MESSAGE }).refine(isValidAuthSecret, AUTH_SECRET_MESSAGE),
   PORT: setting(integer(0, 65535).default(8080)),
   HOST: setting(z.string().default('0.0.0.0')),
@@ -122,18 +117,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     );
   }
   const e = result.data;
-  let key: Pick<Config, 'encryptionKey' | 'pkcs11'>;
-  if (e.KEY_PROVIDER === 'local') {
-    const k = encryptionKey.safeParse(e.ENCRYPTION_KEY);
-    if (!k.success) throw new ConfigError(ENCRYPTION_KEY_MESSAGE);
-    key = { encryptionKey: k.data.toLowerCase() };
-  } else {
-    key = { pkcs11: pkcs11Settings(e) };
-  }
   return {
     nodeEnv: e.NODE_ENV,
-    keyProvider: e.KEY_PROVIDER,
-    ...key,
+    ...parseKeySettings(env),
     authSecret: Buffer.from(e.AUTH_SECRET.trim(), 'base64'),
     port: e.PORT,
     host: e.HOST,
@@ -152,26 +138,57 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   };
 }
 
-type Parsed = z.infer<typeof schema>;
+export type KeySettings = Pick<Config, 'keyProvider' | 'encryptionKey' | 'pkcs11'>;
 
-/** KEY_PROVIDER=pkcs11's settings; every refusal names the setting. */
-function pkcs11Settings(e: Parsed): Pkcs11Config {
-  const need = 'is required when KEY_PROVIDER=pkcs11';
-  if (e.PKCS11_MODULE === undefined) throw new ConfigError(`PKCS11_MODULE ${need} (the path of the token's PKCS#11 library)`);
-  if ((e.PKCS11_TOKEN_LABEL === undefined) === (e.PKCS11_SLOT === undefined)) {
-    throw new ConfigError('PKCS11_TOKEN_LABEL or PKCS11_SLOT (exactly one) is required when KEY_PROVIDER=pkcs11');
+/**
+ * The root key settings under `prefix` ('' for the service; 'NEW_' for rotate-key's
+ * target, where each unset NEW_PKCS11_* group falls back to its PKCS11_* value).
+ * Every refusal is a ConfigError naming the setting.
+ */
+export function parseKeySettings(env: Record<string, string | undefined>, prefix = ''): KeySettings {
+  const own = (name: string) => blankIsUnset(env[prefix + name]) as string | undefined;
+  const provider = own('KEY_PROVIDER') ?? 'local';
+  if (provider !== 'local' && provider !== 'pkcs11') {
+    throw new ConfigError(`invalid ${prefix}KEY_PROVIDER: must be 'local' or 'pkcs11'`);
   }
-  if ((e.PKCS11_PIN === undefined) === (e.PKCS11_PIN_FILE === undefined)) {
-    throw new ConfigError('PKCS11_PIN or PKCS11_PIN_FILE (exactly one) is required when KEY_PROVIDER=pkcs11');
+  if (provider === 'local') {
+    const k = encryptionKey.safeParse(env[`${prefix}ENCRYPTION_KEY`]);
+    if (!k.success) throw new ConfigError(prefix === '' ? ENCRYPTION_KEY_MESSAGE : `${prefix}ENCRYPTION_KEY must be 32 hex characters`);
+    return { keyProvider: 'local', encryptionKey: k.data.toLowerCase() };
   }
-  if (e.PKCS11_KEY_LABEL === '') throw new ConfigError('invalid PKCS11_KEY_LABEL: must not be empty');
+  // A group of settings (token: label or slot; PIN: value or file) comes whole from
+  // the prefixed names when any of them is set, else from the unprefixed ones.
+  const group = (names: string[]) => {
+    const usePrefix = prefix === '' || names.some((n) => own(n) !== undefined);
+    const p = usePrefix ? prefix : '';
+    return Object.fromEntries(names.map((n) => [n, { name: p + n, value: blankIsUnset(env[p + n]) as string | undefined }]));
+  };
+  const { PKCS11_MODULE: mod } = group(['PKCS11_MODULE']);
+  const { PKCS11_TOKEN_LABEL: label, PKCS11_SLOT: slot } = group(['PKCS11_TOKEN_LABEL', 'PKCS11_SLOT']);
+  const { PKCS11_PIN: pinValue, PKCS11_PIN_FILE: pinFile } = group(['PKCS11_PIN', 'PKCS11_PIN_FILE']);
+  const { PKCS11_KEY_LABEL: keyLabel } = group(['PKCS11_KEY_LABEL']);
+  const need = `is required when ${prefix}KEY_PROVIDER=pkcs11`;
+  if (mod!.value === undefined) throw new ConfigError(`${prefix}PKCS11_MODULE ${need} (the path of the token's PKCS#11 library)`);
+  if ((label!.value === undefined) === (slot!.value === undefined)) {
+    throw new ConfigError(`${prefix}PKCS11_TOKEN_LABEL or ${prefix}PKCS11_SLOT (exactly one) ${need}`);
+  }
+  let slotNumber: number | undefined;
+  if (slot!.value !== undefined) {
+    const n = integer(0, 0xffffffff).safeParse(slot!.value);
+    if (!n.success) throw new ConfigError(`invalid ${slot!.name}: must be a whole number`);
+    slotNumber = n.data;
+  }
+  if ((pinValue!.value === undefined) === (pinFile!.value === undefined)) {
+    throw new ConfigError(`${prefix}PKCS11_PIN or ${prefix}PKCS11_PIN_FILE (exactly one) ${need}`);
+  }
+  const keyLabelValue = keyLabel!.value?.trim() ?? DEFAULT_PKCS11_KEY_LABEL;
   let pin: Buffer;
-  if (e.PKCS11_PIN_FILE !== undefined) {
+  if (pinFile!.value !== undefined) {
     let raw: Buffer;
     try {
-      raw = readFileSync(e.PKCS11_PIN_FILE);
+      raw = readFileSync(pinFile!.value);
     } catch (err) {
-      throw new ConfigError(`PKCS11_PIN_FILE: cannot read ${e.PKCS11_PIN_FILE} (${(err as { code?: string }).code ?? 'error'})`);
+      throw new ConfigError(`${pinFile!.name}: cannot read ${pinFile!.value} (${(err as { code?: string }).code ?? 'error'})`);
     }
     // A trailing newline (as editors and `echo` leave one) is not part of the PIN.
     let end = raw.length;
@@ -180,16 +197,21 @@ function pkcs11Settings(e: Parsed): Pkcs11Config {
     raw.copy(pin, 0, 0, end);
     raw.fill(0);
   } else {
-    pin = Buffer.from(e.PKCS11_PIN!, 'utf8');
+    pin = Buffer.from(pinValue!.value!, 'utf8');
   }
-  if (pin.length === 0) throw new ConfigError(`${e.PKCS11_PIN_FILE !== undefined ? 'PKCS11_PIN_FILE' : 'PKCS11_PIN'}: the PIN is empty`);
+  if (pin.length === 0) throw new ConfigError(`${(pinFile!.value !== undefined ? pinFile : pinValue)!.name}: the PIN is empty`);
   return {
-    module: e.PKCS11_MODULE,
-    ...(e.PKCS11_TOKEN_LABEL !== undefined ? { tokenLabel: e.PKCS11_TOKEN_LABEL } : { slot: e.PKCS11_SLOT! }),
-    keyLabel: e.PKCS11_KEY_LABEL,
-    pin,
+    keyProvider: 'pkcs11',
+    pkcs11: {
+      module: mod!.value,
+      ...(label!.value !== undefined ? { tokenLabel: label!.value } : { slot: slotNumber! }),
+      keyLabel: keyLabelValue,
+      pin,
+    },
   };
 }
+
+export const DEFAULT_PKCS11_KEY_LABEL = 'vault-standalone-root';
 
 /**
  * The root key this configuration names, as createCrypto takes it, at `version` (the
