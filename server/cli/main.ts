@@ -4,10 +4,11 @@
 import { auditVerify } from './auditVerify.js';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Command, type Io } from './command.js';
 import { generateBootstrap } from './generateBootstrap.js';
+import { hsmInit } from './hsmInit.js';
 import { rotateKey } from './rotateKey.js';
 import { seedInventory } from './seedInventory.js';
 
-const COMMANDS: Command[] = [generateBootstrap, seedInventory, rotateKey, auditVerify];
+const COMMANDS: Command[] = [generateBootstrap, seedInventory, rotateKey, auditVerify, hsmInit];
 
 function usage(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
@@ -34,7 +35,7 @@ async function main(argv: string[]): Promise<number> {
   // The commands get a copy; key material does not stay in process.env, where any
   // child process (git) would inherit it.
   const env = { ...process.env };
-  for (const k of ['ENCRYPTION_KEY', 'NEW_ENCRYPTION_KEY', 'AUTH_SECRET']) delete process.env[k];
+  for (const k of ['ENCRYPTION_KEY', 'NEW_ENCRYPTION_KEY', 'AUTH_SECRET', 'PKCS11_PIN', 'NEW_PKCS11_PIN']) delete process.env[k];
 
   const [name, ...rest] = argv;
   if (name === undefined) {
