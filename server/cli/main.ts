@@ -5,10 +5,11 @@ import { auditVerify } from './auditVerify.js';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Command, type Io } from './command.js';
 import { generateBootstrap } from './generateBootstrap.js';
 import { hsmInit } from './hsmInit.js';
+import { rekey } from './rekey.js';
 import { rotateKey } from './rotateKey.js';
 import { seedInventory } from './seedInventory.js';
 
-const COMMANDS: Command[] = [generateBootstrap, seedInventory, rotateKey, auditVerify, hsmInit];
+const COMMANDS: Command[] = [generateBootstrap, seedInventory, rotateKey, auditVerify, hsmInit, rekey];
 
 function usage(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
