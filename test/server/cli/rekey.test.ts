@@ -42,9 +42,35 @@ async function assertOldKeysUseless(t: Test, f: Fixture, before: KeyRow[]) {
   t.ok(tried >= 15, `no old data key opens any of the ${tried} re-encrypted values (each opens with its new key)`);
 }
 
+/** Every row of every version's history, opened with its project's current data key: id -> value|comment. */
+async function readVersions(t: Test, f: Fixture): Promise<Map<string, string>> {
+  const keys = await projectKeys(f);
+  const rows = await withDatabase(f.env, (sql) => sql<
+    { projectId: string; environmentId: string; folderId: string; id: string; secretId: string; key: string; version: number; valueBlob: Buffer; commentBlob: Buffer | null }[]
+  >`select e.project_id, fo.environment_id, v.folder_id, v.id, v.secret_id, v.key, v.version, v.value_blob, v.comment_blob
+    from secret_versions v join folders fo on fo.id = v.folder_id join environments e on e.id = fo.environment_id order by v.id`);
+  const crypto = await createCrypto({ encryptionKeyHex: f.env.ENCRYPTION_KEY!, threads: 1 });
+  const out = new Map<string, string>();
+  try {
+    for (const r of rows) {
+      const at = { projectId: r.projectId, environmentId: r.environmentId, folderId: r.folderId, secretId: r.secretId, key: r.key, version: r.version };
+      const k = keys.find((x) => x.projectId === r.projectId)!;
+      const items = [{ blob: r.valueBlob, aad: secretAad('value', at) }, ...(r.commentBlob ? [{ blob: r.commentBlob, aad: secretAad('comment', at) }] : [])];
+      const [value, comment] = await crypto.openMany(k.wrapped, dataKeyAad(k.dataKeyId), items);
+      out.set(r.id, `${r.key} v${r.version}: ${value}|${comment ?? ''}`);
+    }
+  } finally {
+    await crypto.close();
+  }
+  t.ok(out.size >= 16, `${out.size} version rows read`);
+  return out;
+}
+
 t.test('rekey: fresh data keys, everything reads back, old keys gone and useless', async (t) => {
   const f = await fixture(t, 'postgres');
   const before = await projectKeys(f);
+  const history = await readVersions(t, f);
+  t.ok([...history.values()].some((v) => v.startsWith('DB_URL v1: postgres://a:b@db/app ✓|with a comment')), 'the history holds the overwritten value and its comment');
   t.equal(before.length, 3);
   const r = await runCli(['rekey'], f.env);
   t.equal(r.code, 0, r.stderr);
@@ -58,6 +84,7 @@ t.test('rekey: fresh data keys, everything reads back, old keys gone and useless
   const left = await withDatabase(f.env, (sql) => sql`select id from crypto_keys where id = any(${oldIds}::uuid[])`);
   t.equal(left.length, 0, 'the old data keys are deleted');
   await assertOpensWith(t, f, f.env.ENCRYPTION_KEY!, 'after rekey');
+  t.same(await readVersions(t, f), history, 'every version of every secret reads back identical, comments too');
   await assertOldKeysUseless(t, f, before);
   const audit = await runCli(['audit-verify'], f.env);
   t.equal(audit.code, 0, audit.stdout + audit.stderr);
