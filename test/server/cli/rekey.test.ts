@@ -5,7 +5,8 @@ import t, { type Test } from 'tap';
 import { createCrypto } from '../../../crypto/index.js';
 import { dataKeyAad } from '../../../server/domain/keyring.js';
 import { secretAad } from '../../../server/domain/secrets.js';
-import { runCli, spawnCli, withDatabase } from './helpers.js';
+import { softhsmAvailable, softToken } from '../../helpers/softhsm.js';
+import { openServices, readAll, runCli, spawnCli, withDatabase } from './helpers.js';
 import { assertOpensWith, fixture, type Fixture } from './rotation.js';
 
 t.setTimeout(360_000);
@@ -112,4 +113,27 @@ t.test('rekey killed half-way: the next run finishes it, nothing lost', async (t
   await assertOldKeysUseless(t, f, before);
   const third = await runCli(['rekey'], f.env);
   t.match(third.stdout, /re-keyed 3 projects/, 'a later run is a new run');
+});
+
+t.test('rekey and audit-verify with the root key in a PKCS#11 token (SoftHSM2)', { skip: !softhsmAvailable() }, async (t) => {
+  const f = await fixture(t, 'postgres');
+  const tok = softToken(t);
+  const conf = { SOFTHSM2_CONF: process.env.SOFTHSM2_CONF! };
+  const moved = await runCli(['rotate-key'], {
+    ...f.env, ...conf, NEW_KEY_PROVIDER: 'pkcs11', NEW_PKCS11_MODULE: tok.module, NEW_PKCS11_TOKEN_LABEL: tok.tokenLabel,
+    NEW_PKCS11_PIN_FILE: tok.pinFile, NEW_PKCS11_KEY_LABEL: tok.keyLabel,
+  });
+  t.equal(moved.code, 0, moved.stderr);
+  const hsmEnv = { ...f.env, ...conf, ...tok.env, ENCRYPTION_KEY: '' };
+  const before = await projectKeys(f);
+  const r = await runCli(['rekey'], hsmEnv);
+  t.equal(r.code, 0, r.stderr);
+  t.match(r.stdout, /re-keyed 3 projects/);
+  const after = await projectKeys(f);
+  t.ok(after.every((a) => !before.some((b) => b.dataKeyId === a.dataKeyId)), 'every project has a new key');
+  const services = await openServices(t, hsmEnv);
+  t.same(await readAll(services), f.before, 'every secret reads back identical, on the token');
+  await services.close();
+  const audit = await runCli(['audit-verify'], hsmEnv);
+  t.equal(audit.code, 0, audit.stdout + audit.stderr);
 });
