@@ -12,6 +12,9 @@ import { Pkcs11KeyProvider } from '../../crypto/pkcs11.js';
 import { codeOf } from './fixtures.js';
 import { softhsmAvailable, softToken, SOFTHSM_MODULE } from '../helpers/softhsm.js';
 
+// Real processes, tokens and worker pools on a shared 2-core machine: more than the default per-file budget.
+t.setTimeout(360_000);
+
 interface ProviderUnderTest {
   name: string;
   /** A new, independent root key of this provider; each call returns a fresh spec (PINs get zeroed). */

@@ -10,6 +10,9 @@ import { seedHomelab, startTestService, testEnv, testKeys, INVENTORY } from '../
 import { softhsmAvailable, softToken, SOFTHSM_MODULE } from '../helpers/softhsm.js';
 import { SNAPSHOT, start, tempDir } from '../helpers/spawnService.js';
 
+// Real processes, tokens and worker pools on a shared 2-core machine: more than the default per-file budget.
+t.setTimeout(360_000);
+
 
 if (!softhsmAvailable()) {
   t.comment(`SoftHSM2 not installed (${SOFTHSM_MODULE}): skipped`);

@@ -5,6 +5,9 @@ import { freshDatabase } from '../helpers/db.js';
 import { softhsmAvailable, softToken, SOFTHSM_MODULE } from '../helpers/softhsm.js';
 import { start, tempDir } from '../helpers/spawnService.js';
 
+// Real processes, tokens and worker pools on a shared 2-core machine: more than the default per-file budget.
+t.setTimeout(360_000);
+
 if (!softhsmAvailable()) {
   t.comment(`SoftHSM2 not installed (${SOFTHSM_MODULE}): skipped`);
   process.exit(0);

@@ -4,6 +4,9 @@ import t from 'tap';
 import { softhsmAvailable, softToken, SOFTHSM_MODULE } from '../../helpers/softhsm.js';
 import { runCli } from './helpers.js';
 
+// Real processes, tokens and worker pools on a shared 2-core machine: more than the default per-file budget.
+t.setTimeout(360_000);
+
 if (!softhsmAvailable()) {
   t.comment(`SoftHSM2 not installed (${SOFTHSM_MODULE}): skipped`);
   process.exit(0);
