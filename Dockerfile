@@ -14,6 +14,19 @@
 # hosts build with `docker build --platform linux/amd64 …`. Debian 12 (glibc 2.36) is
 # what that binary was verified on.
 #
+# Root key in an HSM (KEY_PROVIDER=pkcs11, docs/operations.md section 5.1): the image
+# carries the PKCS#11 binding (pkcs11js, built below), not a vendor's library. Mount
+# the vendor's module and a PIN file read-only, and name them in the environment:
+#
+#   docker run ... -v /opt/vendor/pkcs11:/opt/pkcs11:ro \
+#     -v ./hsm-pin:/run/secrets/pkcs11-pin:ro \
+#     -e KEY_PROVIDER=pkcs11 -e PKCS11_MODULE=/opt/pkcs11/libvendor-pkcs11.so \
+#     -e PKCS11_TOKEN_LABEL=vault -e PKCS11_PIN_FILE=/run/secrets/pkcs11-pin \
+#     -e PKCS11_KEY_LABEL=vault-standalone-root vault-standalone:0.1.0
+#
+# (The module's own configuration file, e.g. a network HSM's client config, is mounted
+# the same way with the variable its vendor reads, e.g. SOFTHSM2_CONF for SoftHSM2.)
+#
 # Base images are referenced by tag; pin them by digest (node:20-bookworm-slim@sha256:…)
 # in your registry mirror for reproducible builds.
 
@@ -22,6 +35,13 @@
 ############################
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
+
+# A C++ toolchain for the one native addon built here: pkcs11js (an optional
+# dependency, allowed to run its install script in package.json's allowScripts).
+# Build stage only; the runtime image gets the built addon, not the compiler.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
 
 # Dependencies first so this layer is cached while only sources change.
 # patches/ first: `npm ci` runs patch-package (postinstall) on the installed tree.

@@ -4,15 +4,41 @@
 import { availableParallelism } from 'node:os';
 import { hash, verify, type Algorithm } from '@node-rs/argon2';
 import { Piscina } from 'piscina';
-import { ENCRYPTION_KEY_BYTES, isValidEncryptionKey } from './keyProvider.js';
+import { ENCRYPTION_KEY_BYTES, isValidEncryptionKey, ProviderConfigError } from './keyProvider.js';
+import { createPkcs11RootKey, type Pkcs11Settings } from './pkcs11.js';
+import type { ProviderKind, RootKeyConfig } from './providers.js';
 import type { ErrorCode, Failure, Results, Task } from './worker.js';
 
 export { headerOf, type BlobHeader } from './blob.js';
 export type { KeyProvider } from './keyProvider.js';
-export { isValidEncryptionKey };
+export { isValidEncryptionKey, ProviderConfigError, type Pkcs11Settings, type ProviderKind };
+export { PROVIDERS } from './providers.js';
+
+/**
+ * One root key version and who holds it. `pin` is zeroed by createCrypto once copied
+ * into the workers' init buffers (pass a copy if you need it again).
+ */
+export type RootKeySpec =
+  | { provider: 'local'; version: number; keyHex: string }
+  | ({ provider: 'pkcs11'; version: number; pin: Uint8Array } & Pkcs11Settings);
+
+/**
+ * `vault-standalone hsm-init`: creates the AES-256 root key in the token when missing;
+ * never replaces one. Zeroes `pin`. Throws ProviderConfigError naming the setting.
+ */
+export function initPkcs11RootKey(settings: Pkcs11Settings, pin: Uint8Array): { created: boolean; tokenLabel: string } {
+  try {
+    return createPkcs11RootKey(settings, pin);
+  } finally {
+    pin.fill(0);
+  }
+}
 
 export interface CryptoOptions {
-  encryptionKeyHex: string;
+  /** The local provider's current key. Either this (with previousKeys) or rootKeys. */
+  encryptionKeyHex?: string;
+  /** Every root key version, the current one first (any provider). Replaces the three options above and below. */
+  rootKeys?: RootKeySpec[];
   /** Version of encryptionKeyHex; new wraps use it. Default 1. */
   rootKeyVersion?: number;
   /** Older root keys, still loaded so their wrapped keys can be unwrapped and rewrapped. */
@@ -54,8 +80,9 @@ export class CryptoError extends Error {
   /** For OPEN_FAILED from openMany: the position of the first item that failed. */
   readonly index: number | undefined;
 
-  constructor(code: CryptoErrorCode, index?: number, options?: ErrorOptions) {
-    super(MESSAGES[code], options);
+  /** `reason`: start-up only, the provider's one line naming the setting to fix (never a secret). */
+  constructor(code: CryptoErrorCode, index?: number, options?: ErrorOptions, reason?: string) {
+    super(reason ?? MESSAGES[code], options);
     this.code = code;
     this.index = index;
   }
@@ -80,6 +107,8 @@ export interface Crypto {
   poolStats(): CryptoPoolStats;
   /** Every worker is keyed and none was lost (false once closed or failed): for the readiness probe. */
   readonly alive: boolean;
+  /** Who holds the current root key. */
+  readonly rootKeyProvider: ProviderKind;
   close(): Promise<void>;
 }
 
@@ -95,40 +124,83 @@ const ARGON2: { algorithm: Algorithm; memoryCost: number; timeCost: number; para
 const isVersion = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 1 && (v as number) <= 0xffffffff;
 
 export async function createCrypto(opts: CryptoOptions): Promise<Crypto> {
-  const rootKeyVersion = opts.rootKeyVersion ?? 1;
-  const rootKeys = [{ version: rootKeyVersion, keyHex: opts.encryptionKeyHex }, ...(opts.previousKeys ?? [])];
-  const distinct = new Set(rootKeys.map((k) => k.version)).size === rootKeys.length;
-  if (!distinct || !rootKeys.every((k) => isVersion(k.version) && isValidEncryptionKey(k.keyHex))) {
-    throw new CryptoError('KEY_UNAVAILABLE');
-  }
-  const threads = Math.max(1, Math.floor(opts.threads ?? availableParallelism() - 1) || 1);
-  // One copy of the key bytes per worker: each is moved into its worker and
-  // leaves a detached, empty buffer behind.
+  const specs: RootKeySpec[] =
+    opts.rootKeys ??
+    [
+      { provider: 'local' as const, version: opts.rootKeyVersion ?? 1, keyHex: opts.encryptionKeyHex as string },
+      ...(opts.previousKeys ?? []).map((k) => ({ provider: 'local' as const, version: k.version, keyHex: k.keyHex })),
+    ];
+  const pins = specs.flatMap((k) => (k.provider === 'pkcs11' && k.pin instanceof Uint8Array ? [k.pin] : []));
   const copies: Uint8Array[] = [];
-  for (let i = 0; i < threads; i++) copies.push(keyBytes(rootKeys));
-  const versions = rootKeys.map((k) => k.version);
-
-  const crypto = new PooledCrypto(new Piscina(poolOptions(threads)), rootKeyVersion, opts.onFatal, opts.onTask);
   try {
-    await crypto.handOver(copies, versions);
-  } catch (err) {
-    await crypto.abort();
-    throw err;
+    const distinct = new Set(specs.map((k) => k.version)).size === specs.length;
+    if (specs.length === 0 || !distinct || !specs.every(validSpec)) throw new CryptoError('KEY_UNAVAILABLE');
+    const threads = Math.max(1, Math.floor(opts.threads ?? availableParallelism() - 1) || 1);
+    // One copy of the secrets per worker: each is moved into its worker and leaves a
+    // detached, empty buffer behind.
+    const { roots, length } = layout(specs);
+    for (let i = 0; i < threads; i++) copies.push(secretBytes(specs, length));
+    for (const pin of pins) pin.fill(0);
+
+    const crypto = new PooledCrypto(new Piscina(poolOptions(threads)), specs[0]!.version, specs[0]!.provider, opts.onFatal, opts.onTask);
+    try {
+      await crypto.handOver(copies, roots);
+    } catch (err) {
+      await crypto.abort();
+      throw err;
+    }
+    return crypto;
   } finally {
+    for (const pin of pins) pin.fill(0);
     // A copy not moved (start-up failed before its task was sent) is zeroed here.
     for (const c of copies) if (c.buffer.byteLength !== 0) c.fill(0);
   }
-  return crypto;
 }
 
-/** The root keys' bytes, in order, in a fresh whole ArrayBuffer (never Node's shared pool, which cannot be moved). */
-function keyBytes(rootKeys: Array<{ keyHex: string }>): Uint8Array {
-  const bytes = new Uint8Array(rootKeys.length * ENCRYPTION_KEY_BYTES);
+function validSpec(k: RootKeySpec): boolean {
+  if (!isVersion(k.version)) return false;
+  if (k.provider === 'local') return isValidEncryptionKey(k.keyHex);
+  if (k.provider !== 'pkcs11') return false;
+  const hasToken = (typeof k.tokenLabel === 'string') !== (Number.isInteger(k.slot) && (k.slot as number) >= 0);
+  return typeof k.module === 'string' && typeof k.keyLabel === 'string' && k.keyLabel !== '' && hasToken && k.pin instanceof Uint8Array;
+}
+
+/** Where each root key's secret sits in the per-worker buffer; the configuration carries no secret. */
+function layout(specs: RootKeySpec[]): { roots: RootKeyConfig[]; length: number } {
+  let at = 0;
+  const roots = specs.map((k): RootKeyConfig => {
+    const length = k.provider === 'local' ? ENCRYPTION_KEY_BYTES : k.pin.byteLength;
+    const secret: [number, number] = [at, length];
+    at += length;
+    if (k.provider === 'local') return { provider: 'local', version: k.version, secret };
+    return {
+      provider: 'pkcs11',
+      version: k.version,
+      secret,
+      module: k.module,
+      keyLabel: k.keyLabel,
+      settingPrefix: k.settingPrefix ?? '',
+      ...(k.tokenLabel !== undefined ? { tokenLabel: k.tokenLabel } : { slot: k.slot! }),
+    };
+  });
+  return { roots, length: at };
+}
+
+/** The root keys' secrets, in order, in a fresh whole ArrayBuffer (never Node's shared pool, which cannot be moved). */
+function secretBytes(specs: RootKeySpec[], length: number): Uint8Array {
+  const bytes = new Uint8Array(length);
   const view = Buffer.from(bytes.buffer);
-  for (const [i, k] of rootKeys.entries()) {
-    if (view.write(k.keyHex, i * ENCRYPTION_KEY_BYTES, ENCRYPTION_KEY_BYTES, 'hex') !== ENCRYPTION_KEY_BYTES) {
-      bytes.fill(0);
-      throw new CryptoError('KEY_UNAVAILABLE');
+  let at = 0;
+  for (const k of specs) {
+    if (k.provider === 'local') {
+      if (view.write(k.keyHex, at, ENCRYPTION_KEY_BYTES, 'hex') !== ENCRYPTION_KEY_BYTES) {
+        bytes.fill(0);
+        throw new CryptoError('KEY_UNAVAILABLE');
+      }
+      at += ENCRYPTION_KEY_BYTES;
+    } else {
+      bytes.set(k.pin, at);
+      at += k.pin.byteLength;
     }
   }
   return bytes;
@@ -160,15 +232,18 @@ class PooledCrypto implements Crypto {
   #state: 'starting' | 'running' | 'failed' | 'closed' = 'starting';
   #stopping: Promise<void> | undefined;
   readonly rootKeyVersion: number;
+  readonly rootKeyProvider: ProviderKind;
 
   constructor(
     pool: Piscina,
     rootKeyVersion: number,
+    rootKeyProvider: ProviderKind,
     onFatal: (() => void) | undefined,
     onTask: ((op: string, seconds: number) => void) | undefined,
   ) {
     this.#pool = pool;
     this.rootKeyVersion = rootKeyVersion;
+    this.rootKeyProvider = rootKeyProvider;
     this.#onFatal = onFatal;
     this.#onTask = onTask;
     // Piscina replaces a lost worker (crash, exit, termination) with a new one; an
@@ -182,11 +257,11 @@ class PooledCrypto implements Crypto {
   }
 
   /** Sends each worker its init task and checks that every live worker answered one. */
-  async handOver(copies: Uint8Array[], versions: number[]): Promise<void> {
+  async handOver(copies: Uint8Array[], roots: RootKeyConfig[]): Promise<void> {
     const taken = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
     const inits = copies.map((keys) =>
       this.#run(
-        { op: 'init', keys, versions, currentVersion: this.rootKeyVersion, taken, workers: copies.length },
+        { op: 'init', keys, roots, currentVersion: this.rootKeyVersion, taken, workers: copies.length },
         [keys.buffer as ArrayBuffer],
       ),
     );
@@ -228,7 +303,7 @@ class PooledCrypto implements Crypto {
       // rather than throws, so no task input is in this error.
       throw new CryptoError('KEY_UNAVAILABLE', undefined, { cause: err });
     }
-    if (!result.ok) throw new CryptoError(result.code, result.index);
+    if (!result.ok) throw new CryptoError(result.code, result.index, undefined, result.reason);
     return result;
   }
 

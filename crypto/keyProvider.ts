@@ -3,7 +3,7 @@
 // the Awaitable results; the worker already awaits them, so a KMS provider slots
 // in without touching the worker's callers.
 import { hkdfSync } from 'node:crypto';
-import { open, seal } from './blob.js';
+import { headerOf, open, seal } from './blob.js';
 
 type Awaitable<T> = T | Promise<T>;
 
@@ -81,5 +81,64 @@ export class LocalKeyProvider implements KeyProvider {
 
   unwrap(wrapped: Buffer, aad: string): Buffer | null {
     return open((v) => this.#keks.get(v), wrapped, aad);
+  }
+}
+
+/**
+ * A provider cannot serve right now (token removed, session lost, KMS unreachable).
+ * The worker answers KEY_UNAVAILABLE (the service: 503); unwrapped keys already in the
+ * worker's cache keep serving. Never carries key material or input.
+ */
+export class ProviderUnavailableError extends Error {
+  override readonly name = 'ProviderUnavailableError';
+}
+
+/**
+ * A provider could not be built from its settings (module will not load, no such
+ * token, wrong PIN, no such key). `message` is one line naming the setting, e.g.
+ * "PKCS11_PIN: the token refused the PIN (CKR_PIN_INCORRECT)"; it never holds a secret.
+ */
+export class ProviderConfigError extends Error {
+  override readonly name = 'ProviderConfigError';
+  constructor(readonly setting: string, detail: string) {
+    super(`${setting}: ${detail}`);
+  }
+}
+
+/**
+ * Several root key versions, each held by its own provider (a local key and an HSM
+ * key during a migration between them). Wraps go to the version asked for; unwraps to
+ * the version in the wrapped blob's header.
+ */
+export class CompositeKeyProvider implements KeyProvider {
+  readonly id: string;
+  readonly currentVersion: number;
+  readonly versions: readonly number[];
+  readonly #byVersion = new Map<number, KeyProvider>();
+
+  constructor(parts: readonly KeyProvider[], currentVersion: number) {
+    for (const p of parts) {
+      for (const v of p.versions) {
+        if (this.#byVersion.has(v)) throw new RangeError('duplicate root key version');
+        this.#byVersion.set(v, p);
+      }
+    }
+    const current = this.#byVersion.get(currentVersion);
+    if (current === undefined) throw new RangeError('current root key version is not loaded');
+    this.id = current.id;
+    this.currentVersion = currentVersion;
+    this.versions = Object.freeze([...this.#byVersion.keys()]);
+  }
+
+  wrap(dataKey: Buffer, aad: string, version = this.currentVersion): Awaitable<Buffer> {
+    const p = this.#byVersion.get(version);
+    if (p === undefined) throw new RangeError('root key version is not loaded');
+    return p.wrap(dataKey, aad, version);
+  }
+
+  unwrap(wrapped: Buffer, aad: string): Awaitable<Buffer | null> {
+    const header = headerOf(wrapped);
+    const p = header === null ? undefined : this.#byVersion.get(header.keyVersion);
+    return p === undefined ? null : p.unwrap(wrapped, aad);
   }
 }

@@ -7,10 +7,17 @@ import { createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import { isMainThread, threadId } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { open, seal } from './blob.js';
-import { ENCRYPTION_KEY_BYTES, LocalKeyProvider, type KeyProvider } from './keyProvider.js';
+import { ProviderConfigError, ProviderUnavailableError, type KeyProvider } from './keyProvider.js';
+import { buildProvider, type RootKeyConfig } from './providers.js';
 
 export type ErrorCode = 'OPEN_FAILED' | 'UNWRAP_FAILED' | 'BAD_TASK' | 'KEY_UNAVAILABLE';
-export interface Failure { ok: false; code: ErrorCode; index?: number }
+export interface Failure {
+  ok: false;
+  code: ErrorCode;
+  index?: number;
+  /** Init only: why the provider could not be built, one line naming the setting (no secret). */
+  reason?: string;
+}
 
 // Buffers arrive as Uint8Array: structured clone drops the Buffer prototype.
 export type Task =
@@ -24,9 +31,10 @@ export type Task =
 /** Keys a worker, once; see init(). */
 export interface InitTask {
   op: 'init';
-  /** ENCRYPTION_KEY bytes, 16 per entry of `versions`, in a buffer moved to this thread alone. */
+  /** The root keys' secrets (ENCRYPTION_KEY bytes, PINs), in a buffer moved to this thread alone. */
   keys: Uint8Array;
-  versions: number[];
+  /** Each root key version: its provider, its settings and its slice of `keys`. */
+  roots: RootKeyConfig[];
   currentVersion: number;
   /** [0] counts the init tasks taken so far; shared by the whole pool. */
   taken: Int32Array;
@@ -60,19 +68,15 @@ const waitAsync = (Atomics as unknown as { waitAsync: WaitAsync }).waitAsync;
 // worker still inside its init task cannot take a second one, and every worker
 // gets exactly one. The key bytes are zeroed as soon as the provider is built.
 async function init(t: InitTask): Promise<Results['init'] | Failure> {
-  if (!isBytes(t.keys) || !Array.isArray(t.versions) || !(t.taken instanceof Int32Array) || !Number.isInteger(t.workers)) {
+  if (!isBytes(t.keys) || !Array.isArray(t.roots) || !(t.taken instanceof Int32Array) || !Number.isInteger(t.workers)) {
+    if (isBytes(t?.keys)) t.keys.fill(0);
     return fail('BAD_TASK');
   }
   try {
     if (isMainThread || provider !== null) return fail('BAD_TASK');
-    if (t.keys.byteLength !== t.versions.length * ENCRYPTION_KEY_BYTES) return fail('BAD_TASK');
-    const rootKeys = t.versions.map((version, i) => ({
-      version,
-      encryptionKey: t.keys.subarray(i * ENCRYPTION_KEY_BYTES, (i + 1) * ENCRYPTION_KEY_BYTES),
-    }));
-    provider = new LocalKeyProvider(rootKeys, t.currentVersion);
-  } catch {
-    return fail('KEY_UNAVAILABLE');
+    provider = await buildProvider(t.roots, t.currentVersion, t.keys);
+  } catch (err) {
+    return err instanceof ProviderConfigError ? { ok: false, code: 'KEY_UNAVAILABLE', reason: err.message } : fail('KEY_UNAVAILABLE');
   } finally {
     t.keys.fill(0);
   }
@@ -125,8 +129,10 @@ function transferring<T extends object>(value: T, buffers: Uint8Array[]): T {
 export default async function handle(task: unknown): Promise<Results[keyof Results] | Failure> {
   try {
     return await dispatch(task as Task);
-  } catch {
-    return fail('BAD_TASK');
+  } catch (err) {
+    // A provider that cannot serve now (token removed): the caller answers 503, and
+    // data keys already in the cache keep serving.
+    return fail(err instanceof ProviderUnavailableError ? 'KEY_UNAVAILABLE' : 'BAD_TASK');
   }
 }
 
@@ -141,9 +147,11 @@ async function dispatch(t: Task): Promise<Results[keyof Results] | Failure> {
     case 'generateDataKey': {
       if (!isStr(t.keyAad)) return fail('BAD_TASK');
       const key = randomBytes(32);
-      const wrapped = await keyProvider.wrap(key, t.keyAad);
-      key.fill(0);
-      return { ok: true, wrapped };
+      try {
+        return { ok: true, wrapped: await keyProvider.wrap(key, t.keyAad) };
+      } finally {
+        key.fill(0);
+      }
     }
 
     case 'seal': {
@@ -187,9 +195,11 @@ async function dispatch(t: Task): Promise<Results[keyof Results] | Failure> {
       if (!keyProvider.versions.includes(t.toVersion)) return fail('KEY_UNAVAILABLE');
       const key = await keyProvider.unwrap(asBuffer(t.wrapped), t.keyAad);
       if (key === null) return fail('UNWRAP_FAILED');
-      const wrapped = await keyProvider.wrap(key, t.keyAad, t.toVersion);
-      key.fill(0);
-      return { ok: true, wrapped };
+      try {
+        return { ok: true, wrapped: await keyProvider.wrap(key, t.keyAad, t.toVersion) };
+      } finally {
+        key.fill(0);
+      }
     }
 
     default:

@@ -5,6 +5,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { parseIpRangeList, type IpRange } from './http/clientAddress.js';
+import type { RootKeySpec } from '../crypto/index.js';
 
 export const ENCRYPTION_KEY_MESSAGE = 'ENCRYPTION_KEY must be 32 hex characters';
 export const AUTH_SECRET_MESSAGE = 'invalid AUTH_SECRET';
@@ -36,9 +37,14 @@ const integer = (min: number, max = Number.MAX_SAFE_INTEGER) =>
 
 const setting = <T extends z.ZodType>(schema: T) => z.preprocess(blankIsUnset, schema);
 
+const encryptionKey = z.string({ error: ENCRYPTION_KEY_MESSAGE }).regex(/^[0-9a-fA-F]{32}$/, ENCRYPTION_KEY_MESSAGE);
+
 const schema = z.object({
   NODE_ENV: z.string().default('development'),
-  ENCRYPTION_KEY: z.string({ error: ENCRYPTION_KEY_MESSAGE }).regex(/^[0-9a-fA-F]{32}$/, ENCRYPTION_KEY_MESSAGE),
+  KEY_PROVIDER: setting(z.enum(['local', 'pkcs11']).default('local')),
+  // Required by KEY_PROVIDER=local (checked below, with the seed's message).
+  ENCRYPTION_KEY: z.string().optional(),
+  // PKCS11_*: read and checked by parseKeySettings (shared with rotate-key's NEW_ target).
   AUTH_SECRET: z.string({ error: AUTH_SECRET_MESSAGE }).refine(isValidAuthSecret, AUTH_SECRET_MESSAGE),
   PORT: setting(integer(0, 65535).default(8080)),
   HOST: setting(z.string().default('0.0.0.0')),
@@ -75,10 +81,22 @@ const schema = z.object({
   ),
 });
 
+/** KEY_PROVIDER=pkcs11: where the root key is. The PIN is zeroed and deleted once the workers logged in. */
+export interface Pkcs11Config {
+  module: string;
+  tokenLabel?: string;
+  slot?: number;
+  keyLabel: string;
+  pin: Buffer;
+}
+
 export interface Config {
   nodeEnv: string;
-  /** Deleted by createServices once the crypto workers hold the key. */
-  encryptionKey: string;
+  keyProvider: 'local' | 'pkcs11';
+  /** KEY_PROVIDER=local. Deleted by createServices once the crypto workers hold the key. */
+  encryptionKey?: string;
+  /** KEY_PROVIDER=pkcs11. */
+  pkcs11?: Pkcs11Config;
   /** Zeroed and deleted by createServices once the keys derived from it exist. */
   authSecret: Buffer;
   port: number;
@@ -130,6 +148,10 @@ export class ConfigError extends Error {}
 
 /** Throws ConfigError with the first message a person must act on. */
 export function parseConfig(env: Record<string, string | undefined>): Config {
+  // The seed's key message first, as before KEY_PROVIDER existed.
+  if ((blankIsUnset(env.KEY_PROVIDER) ?? 'local') === 'local' && !encryptionKey.safeParse(env.ENCRYPTION_KEY).success) {
+    throw new ConfigError(ENCRYPTION_KEY_MESSAGE);
+  }
   const result = schema.safeParse(env);
   if (!result.success) {
     // The bootstrap keys first: their messages are the ones the seed documents.
@@ -144,7 +166,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   const e = result.data;
   return {
     nodeEnv: e.NODE_ENV,
-    encryptionKey: e.ENCRYPTION_KEY.toLowerCase(),
+    ...parseKeySettings(env),
     authSecret: Buffer.from(e.AUTH_SECRET.trim(), 'base64'),
     port: e.PORT,
     host: e.HOST,
@@ -169,6 +191,109 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     trustedProxies: e.TRUSTED_PROXIES,
   };
 }
+
+export type KeySettings = Pick<Config, 'keyProvider' | 'encryptionKey' | 'pkcs11'>;
+
+/**
+ * The root key settings under `prefix` ('' for the service; 'NEW_' for rotate-key's
+ * target, where each unset NEW_PKCS11_* group falls back to its PKCS11_* value).
+ * Every refusal is a ConfigError naming the setting.
+ */
+export function parseKeySettings(env: Record<string, string | undefined>, prefix = ''): KeySettings {
+  const own = (name: string) => blankIsUnset(env[prefix + name]) as string | undefined;
+  const provider = own('KEY_PROVIDER') ?? 'local';
+  if (provider !== 'local' && provider !== 'pkcs11') {
+    throw new ConfigError(`invalid ${prefix}KEY_PROVIDER: must be 'local' or 'pkcs11'`);
+  }
+  if (provider === 'local') {
+    const k = encryptionKey.safeParse(env[`${prefix}ENCRYPTION_KEY`]);
+    if (!k.success) throw new ConfigError(prefix === '' ? ENCRYPTION_KEY_MESSAGE : `${prefix}ENCRYPTION_KEY must be 32 hex characters`);
+    return { keyProvider: 'local', encryptionKey: k.data.toLowerCase() };
+  }
+  // A group of settings (token: label or slot; PIN: value or file) comes whole from
+  // the prefixed names when any of them is set, else from the unprefixed ones.
+  const group = (names: string[]) => {
+    const usePrefix = prefix === '' || names.some((n) => own(n) !== undefined);
+    const p = usePrefix ? prefix : '';
+    return Object.fromEntries(names.map((n) => [n, { name: p + n, value: blankIsUnset(env[p + n]) as string | undefined }]));
+  };
+  const { PKCS11_MODULE: mod } = group(['PKCS11_MODULE']);
+  const { PKCS11_TOKEN_LABEL: label, PKCS11_SLOT: slot } = group(['PKCS11_TOKEN_LABEL', 'PKCS11_SLOT']);
+  const { PKCS11_PIN: pinValue, PKCS11_PIN_FILE: pinFile } = group(['PKCS11_PIN', 'PKCS11_PIN_FILE']);
+  const { PKCS11_KEY_LABEL: keyLabel } = group(['PKCS11_KEY_LABEL']);
+  const need = `is required when ${prefix}KEY_PROVIDER=pkcs11`;
+  if (mod!.value === undefined) throw new ConfigError(`${prefix}PKCS11_MODULE ${need} (the path of the token's PKCS#11 library)`);
+  if ((label!.value === undefined) === (slot!.value === undefined)) {
+    throw new ConfigError(`${prefix}PKCS11_TOKEN_LABEL or ${prefix}PKCS11_SLOT (exactly one) ${need}`);
+  }
+  let slotNumber: number | undefined;
+  if (slot!.value !== undefined) {
+    const n = integer(0, 0xffffffff).safeParse(slot!.value);
+    if (!n.success) throw new ConfigError(`invalid ${slot!.name}: must be a whole number`);
+    slotNumber = n.data;
+  }
+  if ((pinValue!.value === undefined) === (pinFile!.value === undefined)) {
+    throw new ConfigError(`${prefix}PKCS11_PIN or ${prefix}PKCS11_PIN_FILE (exactly one) ${need}`);
+  }
+  const keyLabelValue = keyLabel!.value?.trim() ?? DEFAULT_PKCS11_KEY_LABEL;
+  let pin: Buffer;
+  if (pinFile!.value !== undefined) {
+    let raw: Buffer;
+    try {
+      raw = readFileSync(pinFile!.value);
+    } catch (err) {
+      throw new ConfigError(`${pinFile!.name}: cannot read ${pinFile!.value} (${(err as { code?: string }).code ?? 'error'})`);
+    }
+    // A trailing newline (as editors and `echo` leave one) is not part of the PIN.
+    let end = raw.length;
+    while (end > 0 && (raw[end - 1] === 0x0a || raw[end - 1] === 0x0d)) end--;
+    pin = Buffer.alloc(end);
+    raw.copy(pin, 0, 0, end);
+    raw.fill(0);
+  } else {
+    pin = Buffer.from(pinValue!.value!, 'utf8');
+  }
+  if (pin.length === 0) throw new ConfigError(`${(pinFile!.value !== undefined ? pinFile : pinValue)!.name}: the PIN is empty`);
+  return {
+    keyProvider: 'pkcs11',
+    pkcs11: {
+      module: mod!.value,
+      ...(label!.value !== undefined ? { tokenLabel: label!.value } : { slot: slotNumber! }),
+      keyLabel: keyLabelValue,
+      pin,
+    },
+  };
+}
+
+export const DEFAULT_PKCS11_KEY_LABEL = 'vault-standalone-root';
+
+/**
+ * The root key this configuration names, as createCrypto takes it, at `version` (the
+ * database's current root key version). A PKCS#11 PIN is copied: createCrypto zeroes
+ * its copy; the caller drops config.pkcs11.pin (see createServices).
+ */
+export function rootKeySpec(config: Pick<Config, 'keyProvider' | 'encryptionKey' | 'pkcs11'>, version: number, settingPrefix = ''): RootKeySpec {
+  if (config.keyProvider === 'pkcs11') {
+    const p = config.pkcs11;
+    if (!p) throw new ConfigError('KEY_PROVIDER=pkcs11 without its settings');
+    const pin = new Uint8Array(p.pin.length);
+    pin.set(p.pin);
+    return {
+      provider: 'pkcs11',
+      version,
+      module: p.module,
+      keyLabel: p.keyLabel,
+      settingPrefix,
+      ...(p.tokenLabel !== undefined ? { tokenLabel: p.tokenLabel } : { slot: p.slot! }),
+      pin,
+    };
+  }
+  if (config.encryptionKey === undefined) throw new ConfigError(ENCRYPTION_KEY_MESSAGE);
+  return { provider: 'local', version, keyHex: config.encryptionKey };
+}
+
+/** The settings that carry a secret, dropped from the environment once the workers hold it. */
+export const SECRET_SETTINGS = ['ENCRYPTION_KEY', 'AUTH_SECRET', 'PKCS11_PIN'] as const;
 
 export const DEV_KEYS_FILE = 'dev-keys.env';
 

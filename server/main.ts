@@ -1,6 +1,6 @@
 // Entry point: configuration, then the service. Every start-up failure ends the
 // process with a message a person can act on and a non-zero exit code.
-import { ConfigError, parseConfig, withDevelopmentKeys } from './config.js';
+import { ConfigError, parseConfig, SECRET_SETTINGS, withDevelopmentKeys } from './config.js';
 import { startService } from './app.js';
 import { createLogger } from './log.js';
 
@@ -24,8 +24,7 @@ async function main() {
     throw err;
   }
   // The keys now live in `config` only; child processes and workers must not inherit them.
-  delete process.env.ENCRYPTION_KEY;
-  delete process.env.AUTH_SECRET;
+  for (const name of SECRET_SETTINGS) delete process.env[name];
   // Lines below LOG_LEVEL are dropped; start-up failures (fail()) are always printed.
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
 

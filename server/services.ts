@@ -7,7 +7,7 @@ import { sweepAccessTokens } from '../storage/identities.js';
 import { loadMigrations, migrate } from '../storage/migrate.js';
 import { authenticator, type Authenticator } from './auth/authenticate.js';
 import { deriveAuthKeys } from './auth/tokens.js';
-import { setupCodeRequired, type Config } from './config.js';
+import { rootKeySpec, setupCodeRequired, type Config } from './config.js';
 import { accessControl, type AccessControl } from './domain/access.js';
 import { auditDomain, auditHeadLog, openAuditKey, TRAIL_MISSING_WARNING, type AuditDomain } from './domain/audit.js';
 import { CACHE_SWEEP_MS, createCaches, type Caches } from './domain/caches.js';
@@ -101,6 +101,15 @@ function periodically(ms: number, task: () => Promise<void>, onError: (err: unkn
   };
 }
 
+/** The PIN's bytes are zeroed and its references dropped, from the config and the environment. */
+function dropPin(config: Config): void {
+  if (config.pkcs11?.pin) {
+    config.pkcs11.pin.fill(0);
+    delete (config.pkcs11 as Partial<Config['pkcs11'] & object>).pin;
+  }
+  delete process.env.PKCS11_PIN;
+}
+
 function describe(err: unknown): string {
   const e = err as { code?: string; message?: string };
   return e.code ?? e.message ?? 'unknown error';
@@ -160,8 +169,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
     const versions = await boot.keys.rootKeyVersions();
     if (versions.length > 1) throw new Error(`data keys are wrapped under several root key versions (${versions.join(', ')})`);
     const crypto = await createCrypto({
-      encryptionKeyHex: config.encryptionKey,
-      rootKeyVersion: versions[0] ?? 1,
+      rootKeys: [rootKeySpec(config, versions[0] ?? 1)],
       threads: config.cryptoThreads,
       // A lost worker cannot be re-keyed in this process; a restart loads the keys again.
       onFatal: () => {
@@ -171,10 +179,12 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       onTask: hooks.cryptoTask,
     });
     cleanups.push(() => crypto.close());
-    // The workers hold the key now. Drop the main thread's references to the string
-    // (it cannot be zeroed; unreachable, it is collected).
+    // The workers hold the key now (or are logged in to the token). Drop the main
+    // thread's references to the key string (it cannot be zeroed; unreachable, it is
+    // collected) and zero the PIN's bytes.
     delete (config as Partial<Config>).encryptionKey;
     delete process.env.ENCRYPTION_KEY;
+    dropPin(config);
     const keyring = await openKeyring(boot, crypto);
     log.info(
       { event: 'keys', rootKeyVersion: crypto.rootKeyVersion, cryptoThreads: crypto.poolStats().threads },
@@ -295,6 +305,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       close,
     };
   } catch (err) {
+    dropPin(config);
     await close();
     throw err;
   }

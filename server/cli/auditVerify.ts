@@ -7,6 +7,7 @@ import type { AuditVerification } from '../../storage/audit.js';
 import { AUDIT_HEAD_MAC_CHARS, AuditTrailError, headSummary, loadAuditKey } from '../domain/audit.js';
 import { openKeyring, WrongEncryptionKeyError } from '../domain/keyring.js';
 import { CliError, EXIT_FAILURE, EXIT_OK, UsageError, parse, type Command, type Context } from './command.js';
+import { rootKeySpec } from '../config.js';
 import { databaseTarget, describeTarget, openDatabase, serviceConfig } from './database.js';
 
 const HELP = `Usage: vault-standalone audit-verify [--recorded-head ID:MAC]
@@ -62,7 +63,7 @@ export const auditVerify: Command = {
       }
       const versions = await boot.keys.rootKeyVersions();
       if (versions.length !== 1) throw new CliError(`data keys are wrapped under several root key versions (${versions.join(', ')})`);
-      crypto = await createCrypto({ encryptionKeyHex: config.encryptionKey, rootKeyVersion: versions[0]!, threads: config.cryptoThreads });
+      crypto = await createCrypto({ rootKeys: [rootKeySpec(config, versions[0]!)], threads: config.cryptoThreads });
       let result: AuditVerification;
       try {
         // The canary exists, so this only reads: it proves ENCRYPTION_KEY is this database's key.

@@ -68,7 +68,7 @@ export async function serviceConfig(env: Record<string, string | undefined>, io:
     e = withDevelopmentKeys({ ...e, AUTH_SECRET: undefined }).env;
     io.err(`using the development ENCRYPTION_KEY from ${devKeys}`);
   }
-  if (e.ENCRYPTION_KEY === undefined) {
+  if (e.ENCRYPTION_KEY === undefined && (e.KEY_PROVIDER ?? 'local') !== 'pkcs11') {
     throw new CliError('ENCRYPTION_KEY is not set: run with the environment of the service (ENCRYPTION_KEY and DATABASE_URL)');
   }
   try {

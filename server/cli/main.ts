@@ -5,11 +5,13 @@ import { auditVerify } from './auditVerify.js';
 import { backup, restore } from './backup.js';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Command, type Io } from './command.js';
 import { generateBootstrap } from './generateBootstrap.js';
+import { hsmInit } from './hsmInit.js';
+import { rekey } from './rekey.js';
 import { resetPassword } from './resetPassword.js';
 import { rotateKey } from './rotateKey.js';
 import { seedInventory } from './seedInventory.js';
 
-const COMMANDS: Command[] = [generateBootstrap, seedInventory, rotateKey, auditVerify, resetPassword, backup, restore];
+const COMMANDS: Command[] = [generateBootstrap, seedInventory, rotateKey, rekey, hsmInit, auditVerify, resetPassword, backup, restore];
 
 function usage(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
@@ -36,7 +38,7 @@ async function main(argv: string[]): Promise<number> {
   // The commands get a copy; key material does not stay in process.env, where any
   // child process (git) would inherit it.
   const env = { ...process.env };
-  for (const k of ['ENCRYPTION_KEY', 'NEW_ENCRYPTION_KEY', 'AUTH_SECRET']) delete process.env[k];
+  for (const k of ['ENCRYPTION_KEY', 'NEW_ENCRYPTION_KEY', 'AUTH_SECRET', 'PKCS11_PIN', 'NEW_PKCS11_PIN']) delete process.env[k];
 
   const [name, ...rest] = argv;
   if (name === undefined) {

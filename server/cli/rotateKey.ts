@@ -2,7 +2,8 @@
 // ONE transaction, proves inside that transaction that the new key alone opens the
 // canary, every data key and every secret, and only then commits. Any failure rolls
 // back: the old key keeps working and nothing is lost.
-import { createCrypto, type Crypto } from '../../crypto/index.js';
+import { createCrypto, CryptoError, type Crypto, type RootKeySpec } from '../../crypto/index.js';
+import { ConfigError, ENCRYPTION_KEY_MESSAGE, parseKeySettings, rootKeySpec, type KeySettings } from '../config.js';
 import type { Database, Queryable, Sql } from '../../storage/db.js';
 import { auditStore } from '../../storage/audit.js';
 import { createStore, type Store, type TxStores } from '../../storage/index.js';
@@ -16,8 +17,9 @@ import { databaseTarget, describeTarget, openDatabase } from './database.js';
 
 const HELP = `Usage: vault-standalone rotate-key [--dry-run]
 
-Rotates the root key: every data key is re-wrapped from the current ENCRYPTION_KEY to
-NEW_ENCRYPTION_KEY in one transaction. Before committing, the new key ALONE must open
+Rotates the root key: every data key is re-wrapped from the current root key to a new
+one in one transaction: ENCRYPTION_KEY to NEW_ENCRYPTION_KEY, or between the local key
+and a PKCS#11 token's key, either way (KEY_PROVIDER and NEW_KEY_PROVIDER). Before committing, the new key ALONE must open
 the canary, unwrap every data key (the audit key included) to the same key as before,
 open every secret of every project and extend the audit chain; otherwise everything is
 rolled back and the current key keeps working.
@@ -27,8 +29,15 @@ project keys under the old key. The command refuses while other vault-standalone
 connections to the database exist.
 
 Environment (never arguments: arguments are visible to every user in \`ps\`):
-  ENCRYPTION_KEY        the current key (32 hex characters)
-  NEW_ENCRYPTION_KEY    the new key (32 hex characters; e.g. openssl rand -hex 16)
+  KEY_PROVIDER          who holds the current key: local (default) or pkcs11
+  ENCRYPTION_KEY        the current key (32 hex characters), when local
+  PKCS11_MODULE, PKCS11_TOKEN_LABEL or PKCS11_SLOT, PKCS11_PIN or PKCS11_PIN_FILE,
+  PKCS11_KEY_LABEL      the current key, when pkcs11 (as the service takes them)
+  NEW_KEY_PROVIDER      who holds the new key: local (default) or pkcs11
+  NEW_ENCRYPTION_KEY    the new key (32 hex characters; e.g. openssl rand -hex 16), when local
+  NEW_PKCS11_*          the new key, when pkcs11 (create it first with hsm-init); each
+                        unset group (module; token label or slot; PIN or PIN file; key
+                        label) falls back to its PKCS11_* value
   DATABASE_URL          the service's database (or DATA_DIR for the embedded one)
 
 Options:
@@ -46,7 +55,6 @@ Test-only fault injection (never set in production):
 
 Exit codes: 0 rotated (or dry run verified), 1 failure (nothing changed), 2 usage error.`;
 
-const HEX32 = /^[0-9a-fA-F]{32}$/;
 const ROTATION_CHECK = 'vault-standalone:rotation-check';
 const APP_NAME = 'vault-standalone';
 
@@ -58,6 +66,8 @@ class DryRun extends Error {
 class FaultInjected extends Error {}
 
 interface RotationResult {
+  fromProvider: string;
+  toProvider: string;
   fromVersion: number;
   toVersion: number;
   keys: number;
@@ -95,14 +105,49 @@ export const rotateKey: Command = {
       io.out(HELP);
       return EXIT_OK;
     }
-    const oldKey = env.ENCRYPTION_KEY?.trim();
-    const newKey = env.NEW_ENCRYPTION_KEY?.trim();
-    if (!oldKey || !HEX32.test(oldKey)) throw new CliError('ENCRYPTION_KEY must be 32 hex characters (the current key)');
-    if (!newKey || !HEX32.test(newKey)) {
+    const trimmed = { ...env, ENCRYPTION_KEY: env.ENCRYPTION_KEY?.trim(), NEW_ENCRYPTION_KEY: env.NEW_ENCRYPTION_KEY?.trim() };
+    const source = keySettings(trimmed, '');
+    const target = keySettings(trimmed, 'NEW_');
+    try {
+      return await rotateBetween(source, target, env, io, o['dry-run'] === true);
+    } finally {
+      source.pkcs11?.pin.fill(0);
+      target.pkcs11?.pin.fill(0);
+    }
+  },
+};
+
+function keySettings(env: Record<string, string | undefined>, prefix: '' | 'NEW_'): KeySettings {
+  try {
+    return parseKeySettings(env, prefix);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    if (err.message === ENCRYPTION_KEY_MESSAGE) throw new CliError('ENCRYPTION_KEY must be 32 hex characters (the current key)');
+    if (err.message.startsWith('NEW_ENCRYPTION_KEY must')) {
       throw new CliError('NEW_ENCRYPTION_KEY must be 32 hex characters (generate one with: openssl rand -hex 16)');
     }
-    if (oldKey.toLowerCase() === newKey.toLowerCase()) {
-      throw new CliError('NEW_ENCRYPTION_KEY is the same as ENCRYPTION_KEY: nothing to rotate');
+    throw new CliError(err.message);
+  }
+}
+
+function sameKey(a: KeySettings, b: KeySettings): boolean {
+  if (a.keyProvider === 'local' && b.keyProvider === 'local') return a.encryptionKey === b.encryptionKey;
+  if (a.keyProvider === 'pkcs11' && b.keyProvider === 'pkcs11') {
+    const x = a.pkcs11!;
+    const y = b.pkcs11!;
+    return x.module === y.module && x.tokenLabel === y.tokenLabel && x.slot === y.slot && x.keyLabel === y.keyLabel;
+  }
+  return false;
+}
+
+async function rotateBetween(source: KeySettings, target: KeySettings, env: Record<string, string | undefined>, io: Io, dryRun: boolean): Promise<number> {
+  {
+    if (sameKey(source, target)) {
+      throw new CliError(
+        source.keyProvider === 'local'
+          ? 'NEW_ENCRYPTION_KEY is the same as ENCRYPTION_KEY: nothing to rotate'
+          : 'the NEW_PKCS11_* settings name the current key (same module, token and key label): nothing to rotate',
+      );
     }
     const failAfter = faultAfter(env, 'VAULT_ROTATE_FAIL_AFTER');
     const pauseAfter = faultAfter(env, 'VAULT_ROTATE_PAUSE_AFTER');
@@ -125,26 +170,21 @@ export const rotateKey: Command = {
       }
       const from = versions[0]!;
       const to = from + 1;
-      const rotating = await createCrypto({
-        encryptionKeyHex: newKey.toLowerCase(),
-        rootKeyVersion: to,
-        previousKeys: [{ version: from, keyHex: oldKey.toLowerCase() }],
-        threads: 1,
-      });
+      const rotating = await startCrypto([rootKeySpec(target, to, 'NEW_'), rootKeySpec(source, from)]);
       cryptos.push(rotating);
-      await assertCurrentKey(store, rotating, newKey.toLowerCase(), from, cryptos);
+      await assertCurrentKey(store, rotating, source, target, from, cryptos);
       // The rotation is audited: the chain must be keyed (and its key open) already.
       await loadAuditKey(store, rotating).catch((err: unknown) => {
         throw err instanceof AuditTrailError ? new CliError(`${err.message}. Nothing was changed.`) : err;
       });
       // The proof: a crypto instance that holds the new key and nothing else.
-      const newOnly = await createCrypto({ encryptionKeyHex: newKey.toLowerCase(), rootKeyVersion: to, threads: 1 });
+      const newOnly = await startCrypto([rootKeySpec(target, to, 'NEW_')]);
       cryptos.push(newOnly);
 
       let result: RotationResult;
       try {
         result = await store.transaction((s) =>
-          rotate(s, { kind: db.kind, rotating, newOnly, from, to, failAfter, pauseAfter, dryRun: o['dry-run'] === true, io }),
+          rotate(s, { kind: db.kind, rotating, newOnly, fromProvider: source.keyProvider, from, to, failAfter, pauseAfter, dryRun, io }),
         );
       } catch (err) {
         if (err instanceof DryRun) {
@@ -153,17 +193,27 @@ export const rotateKey: Command = {
         }
         const why = err instanceof FaultInjected || err instanceof CliError ? err.message : describe(err);
         throw new CliError(
-          `rotation failed and was rolled back: ${why}\nNothing was changed: ENCRYPTION_KEY is still the key of this database.`,
+          `rotation failed and was rolled back: ${why}\nNothing was changed: ${source.keyProvider === 'local' ? 'ENCRYPTION_KEY' : 'the PKCS#11 key'} is still the key of this database.`,
         );
       }
-      report(io, result, false);
+      report(io, result, false, target.keyProvider);
       return EXIT_OK;
     } finally {
       for (const c of cryptos) await c.close().catch(() => {});
       await db.close().catch(() => {});
     }
-  },
-};
+  }
+}
+
+/** A crypto instance for the CLI; a provider that cannot start (a wrong NEW_PKCS11_PIN...) is a one-line CliError. */
+async function startCrypto(rootKeys: RootKeySpec[]): Promise<Crypto> {
+  try {
+    return await createCrypto({ rootKeys, threads: 1 });
+  } catch (err) {
+    if (err instanceof CryptoError && err.message !== new CryptoError(err.code).message) throw new CliError(`${err.message}. Nothing was changed.`);
+    throw err;
+  }
+}
 
 function describe(err: unknown): string {
   const e = err as { code?: string; message?: string };
@@ -193,7 +243,7 @@ async function refuseWhileServiceRuns(kind: Database['kind'], sql: Queryable): P
 }
 
 /** The old key must open the canary; if the new one already does, say so. */
-async function assertCurrentKey(store: Store, rotating: Crypto, newKey: string, from: number, cryptos: Crypto[]) {
+async function assertCurrentKey(store: Store, rotating: Crypto, source: KeySettings, target: KeySettings, from: number, cryptos: Crypto[]) {
   try {
     await openKeyring(store, rotating);
     return;
@@ -201,7 +251,7 @@ async function assertCurrentKey(store: Store, rotating: Crypto, newKey: string, 
     if (!(err instanceof WrongEncryptionKeyError)) throw err;
   }
   let alreadyRotated = false;
-  const probe = await createCrypto({ encryptionKeyHex: newKey, rootKeyVersion: from, threads: 1 });
+  const probe = await startCrypto([rootKeySpec(target, from, 'NEW_')]);
   cryptos.push(probe);
   try {
     await openKeyring(store, probe);
@@ -210,9 +260,11 @@ async function assertCurrentKey(store: Store, rotating: Crypto, newKey: string, 
     // neither key opens it
   }
   throw new CliError(
-    'ENCRYPTION_KEY is not the current key: it does not open this database\'s canary. Nothing was changed.' +
+    `${source.keyProvider === 'local' ? 'ENCRYPTION_KEY' : 'The PKCS#11 key (PKCS11_*)'} is not the current key: it does not open this database's canary. Nothing was changed.` +
       (alreadyRotated
-        ? ' NEW_ENCRYPTION_KEY already opens it: the rotation seems done; set ENCRYPTION_KEY to that key.'
+        ? target.keyProvider === 'local'
+          ? ' NEW_ENCRYPTION_KEY already opens it: the rotation seems done; set ENCRYPTION_KEY to that key.'
+          : ' The NEW_PKCS11_* key already opens it: the rotation seems done; start the service with those settings.'
         : ''),
   );
 }
@@ -223,6 +275,7 @@ async function rotate(
     kind: Database['kind'];
     rotating: Crypto;
     newOnly: Crypto;
+    fromProvider: string;
     from: number;
     to: number;
     failAfter?: number;
@@ -303,6 +356,8 @@ async function rotate(
     }
   }
   const result: RotationResult = {
+    fromProvider: opts.fromProvider,
+    toProvider: rotating.rootKeyProvider,
     fromVersion: from,
     toVersion: to,
     keys: rows.length,
@@ -317,18 +372,18 @@ async function rotate(
     actorType: 'system',
     actorId: null,
     eventType: 'rotate-root-key',
-    metadata: { fromVersion: from, toVersion: to, keysRewrapped: result.keys, secretsVerified: secrets },
+    metadata: { fromVersion: from, toVersion: to, fromProvider: result.fromProvider, toProvider: result.toProvider, keysRewrapped: result.keys, secretsVerified: secrets },
   });
   if (opts.dryRun) throw new DryRun(result);
   await refuseWhileServiceRuns(opts.kind, s.tx);
   return result;
 }
 
-function report(io: Io, r: RotationResult, dryRun: boolean): void {
+function report(io: Io, r: RotationResult, dryRun: boolean, to: KeySettings['keyProvider'] = 'local'): void {
   if (dryRun) {
     io.out(`dry run: the rotation from root key version ${r.fromVersion} to ${r.toVersion} would succeed; rolled back, nothing changed.`);
   } else {
-    io.out(`root key rotated: version ${r.fromVersion} -> ${r.toVersion}`);
+    io.out(`root key rotated: version ${r.fromVersion} -> ${r.toVersion}` + (r.fromProvider !== r.toProvider || r.toProvider !== 'local' ? ` (${r.fromProvider} -> ${r.toProvider})` : ''));
   }
   const projectKeys = r.keys - r.systemKeys - r.auditKeys;
   io.out(`  data keys re-wrapped: ${r.keys} (${r.systemKeys} system, ${r.auditKeys} audit, ${projectKeys} project)`);
@@ -336,8 +391,15 @@ function report(io: Io, r: RotationResult, dryRun: boolean): void {
   if (dryRun) return;
   io.out('');
   io.out('Next:');
+  if (to === 'pkcs11') {
+    io.out('  1. Configure the service with KEY_PROVIDER=pkcs11 and the PKCS11_* settings of the new key (the');
+    io.out('     NEW_PKCS11_* values used here); remove ENCRYPTION_KEY from where it is kept.');
+    io.out('  2. Start the service (scale it back up). It now refuses the old key.');
+    io.out('  3. Keep the old key as long as you keep database backups taken before this rotation.');
+    return;
+  }
   io.out('  1. Set ENCRYPTION_KEY to the new key everywhere it is kept: the Secret vault-secrets (service');
-  io.out('     namespace), the infrastructure variables file, your password manager.');
+  io.out('     namespace), the infrastructure variables file, your password manager.' + (r.fromProvider === 'pkcs11' ? ' Set KEY_PROVIDER=local (or unset it).' : ''));
   io.out('  2. Start the service (scale it back up). It now refuses the old key:');
   io.out('     "ENCRYPTION_KEY does not match the key this database was encrypted with".');
   io.out('  3. Keep the old key as long as you keep database backups taken before this rotation.');

@@ -9,10 +9,13 @@ const CANARY_AAD = 'vault-standalone:canary:v1';
 const CANARY_TEXT = 'vault-standalone canary v1';
 
 export class WrongEncryptionKeyError extends Error {
-  constructor() {
+  constructor(provider: 'local' | 'pkcs11' = 'local') {
     super(
-      'ENCRYPTION_KEY does not match the key this database was encrypted with; refusing to start. ' +
-        'Nothing was changed. Start with the original ENCRYPTION_KEY (or rotate keys with the CLI).',
+      provider === 'pkcs11'
+        ? 'PKCS11_KEY_LABEL: the token\'s key does not match the root key this database was encrypted with; refusing to start. ' +
+            'Nothing was changed. Start with the original token and key (or move keys with vault-standalone rotate-key).'
+        : 'ENCRYPTION_KEY does not match the key this database was encrypted with; refusing to start. ' +
+            'Nothing was changed. Start with the original ENCRYPTION_KEY (or rotate keys with the CLI).',
     );
   }
 }
@@ -45,11 +48,11 @@ export async function openKeyring(store: Store, crypto: Crypto): Promise<Keyring
   const keyAad = dataKeyAad(systemKey.id);
   try {
     const [text] = await crypto.openMany(systemKey.wrapped, keyAad, [{ blob: canary!.blob, aad: CANARY_AAD }]);
-    if (text !== CANARY_TEXT) throw new WrongEncryptionKeyError();
+    if (text !== CANARY_TEXT) throw new WrongEncryptionKeyError(crypto.rootKeyProvider);
   } catch (err) {
     if (err instanceof WrongEncryptionKeyError) throw err;
     if ((err as { code?: string }).code === 'UNWRAP_FAILED' || (err as { code?: string }).code === 'OPEN_FAILED') {
-      throw new WrongEncryptionKeyError();
+      throw new WrongEncryptionKeyError(crypto.rootKeyProvider);
     }
     throw err;
   }

@@ -7,8 +7,10 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { softhsmAvailable, softToken } from '../helpers/softhsm.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/mainHeapKeys.js', import.meta.url));
+const PIN_FIXTURE = fileURLToPath(new URL('./fixtures/mainHeapPin.js', import.meta.url));
 
 interface Report {
   file: string;
@@ -42,4 +44,29 @@ t.test('no root key in a heap snapshot of the main thread after start-up', async
     t.notOk(holds(hex.toUpperCase()), `${name}: not as upper-case hex`);
     t.notOk(holds(Buffer.from(hex, 'hex').toString('latin1')), `${name}: not as its bytes in a string`);
   }
+});
+
+t.test('no PKCS#11 PIN in a heap snapshot of the main thread after start-up', { skip: !softhsmAvailable() }, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'vault-heap-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const tok = softToken(t);
+  const child = spawn(process.execPath, ['--expose-gc', PIN_FIXTURE, dir, tok.module, tok.tokenLabel, tok.keyLabel], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { PATH: process.env.PATH ?? '', SOFTHSM2_CONF: process.env.SOFTHSM2_CONF! },
+  });
+  child.stdin.end(Buffer.from(tok.pin)); // bytes: the child never makes it a string
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  const code = await new Promise((resolve) => child.on('exit', resolve));
+  t.equal(code, 0, stderr);
+  const report = JSON.parse(stdout) as { file: string; control: string; zeroed: boolean };
+  const { strings } = JSON.parse(readFileSync(report.file, 'utf8')) as { strings: string[] };
+  const holds = (needle: string) => strings.some((s) => s.includes(needle));
+  t.ok(holds(report.control), 'the search finds a PIN-shaped string that is still reachable');
+  t.ok(report.zeroed, 'the PIN bytes handed to createCrypto are zeroed');
+  t.notOk(holds(tok.pin), 'the PIN: not as a string');
+  t.notOk(holds(tok.pin.toUpperCase()), 'not upper-cased');
+  t.notOk(holds(Buffer.from(tok.pin).toString('base64')), 'not as base64');
 });

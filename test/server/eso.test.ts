@@ -4,6 +4,7 @@ import t, { type Test } from 'tap';
 import { BACKENDS, INVENTORY, seedHomelab, startTestService, testEnv } from '../helpers/service.js';
 import { ESO_LIST_QUERY, JSON_TYPE, request } from '../helpers/http.js';
 import { SYSTEM } from '../../server/domain/access.js';
+import { softhsmAvailable, softToken } from '../helpers/softhsm.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -33,9 +34,14 @@ function assertSecretShape(t: Test, s: Record<string, unknown>) {
   t.match(s.updatedAt, ISO);
 }
 
-for (const backend of BACKENDS) {
-  t.test(`ESO sync sequence (${backend})`, async (t) => {
-    const svc = await startTestService(t, await testEnv(t, backend));
+// The same sequence with the root key in a PKCS#11 token (SoftHSM2), on both backends.
+const providers: Array<'local' | 'pkcs11'> = softhsmAvailable() ? ['local', 'pkcs11'] : ['local'];
+
+for (const backend of BACKENDS) for (const provider of providers) {
+  t.test(`ESO sync sequence (${backend}${provider === 'pkcs11' ? ', KEY_PROVIDER=pkcs11 on SoftHSM2' : ''})`, async (t) => {
+    const extra = provider === 'pkcs11' ? { ...softToken(t).env, ENCRYPTION_KEY: '' } : {};
+    const svc = await startTestService(t, await testEnv(t, backend, extra));
+    t.equal(svc.services.crypto.rootKeyProvider, provider);
     const seeded = await seedHomelab(svc.services);
     await svc.services.folders.create(SYSTEM, { project: { slug: 'homelab' }, environment: 'prod', name: 'my-app' });
     await svc.services.secrets.create(SYSTEM, {
