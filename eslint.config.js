@@ -41,7 +41,7 @@ export default tseslint.config(
   },
   {
     files: ['crypto/**/*.ts'],
-    rules: { 'no-restricted-imports': noImport(['**/server/**', '**/storage/**', '**/ui/**', '**/bench/**', '**/test/**'], 'crypto/ imports only node built-ins, piscina and argon2') },
+    rules: { 'no-restricted-imports': noImport(['**/server/**', '**/storage/**', '**/ui/**', '**/bench/**', '**/test/**'], 'crypto/ imports only node built-ins, piscina, argon2 and pkcs11js') },
   },
   {
     files: ['storage/**/*.ts'],

@@ -32,7 +32,7 @@ function importsOf(file: string): string[] {
 const packageOf = (spec: string) => (spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
 
 const rules: { dir: string; packages: string[]; why: string }[] = [
-  { dir: 'crypto', packages: ['piscina', '@node-rs/argon2'], why: 'crypto/ imports only node built-ins, piscina and argon2 (DESIGN.md)' },
+  { dir: 'crypto', packages: ['piscina', '@node-rs/argon2', 'pkcs11js'], why: 'crypto/ imports only node built-ins, piscina, argon2 and (for KEY_PROVIDER=pkcs11) pkcs11js' },
   { dir: 'storage', packages: ['postgres', 'ioredis', '@electric-sql/pglite', '@electric-sql/pglite-socket'], why: 'storage/ talks to PostgreSQL and Redis only' },
   { dir: 'ui/src', packages: ['solid-js', '@solidjs/router'], why: 'the UI is a Solid app that talks HTTP' },
 ];
