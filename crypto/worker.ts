@@ -74,7 +74,7 @@ async function init(t: InitTask): Promise<Results['init'] | Failure> {
   }
   try {
     if (isMainThread || provider !== null) return fail('BAD_TASK');
-    provider = await buildProvider(t.roots, t.currentVersion, t.keys);
+    provider = buildProvider(t.roots, t.currentVersion, t.keys);
   } catch (err) {
     return err instanceof ProviderConfigError ? { ok: false, code: 'KEY_UNAVAILABLE', reason: err.message } : fail('KEY_UNAVAILABLE');
   } finally {

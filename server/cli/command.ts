@@ -25,10 +25,21 @@ export interface Io {
   err(line: string): void;
 }
 
+/**
+ * Test seams, passed by tests only (the installed command line passes none): `step` is
+ * awaited after each unit of work of a long command (rotate-key: 0 before the first
+ * re-wrap, then after each re-wrapped data key, inside the transaction; rekey: after each
+ * re-keyed project), so a test can fail it or hold it there and kill the process.
+ */
+export interface CommandHooks {
+  step?(n: number): Promise<void> | void;
+}
+
 export interface Context {
   /** A copy of the environment taken at start; the CLI deletes the key variables from process.env. */
   env: Record<string, string | undefined>;
   io: Io;
+  hooks?: CommandHooks;
 }
 
 export interface Command {

@@ -40,9 +40,6 @@ or DATA_DIR).
 
 Not re-keyed yet: the system key (client-secret MACs, the canary) and the audit key.
 
-Test-only fault injection (never set in production):
-  VAULT_REKEY_PAUSE_AFTER=N  after N projects are committed print "paused" on stderr and wait for SIGUSR2
-
 Exit codes: 0 done, 1 failure (projects done so far stay done), 2 usage error.`;
 
 const APP_NAME = 'vault-standalone';
@@ -63,17 +60,12 @@ export const rekey: Command = {
   name: 'rekey',
   summary: 'give every project a fresh data key, re-encrypting every version (resumable)',
   help: HELP,
-  async run(argv: string[], { env, io }: Context): Promise<number> {
+  async run(argv: string[], { env, io, hooks }: Context): Promise<number> {
     refuseKeyLikeArguments(argv);
     const o = parse(argv, {});
     if (o.help) {
       io.out(HELP);
       return EXIT_OK;
-    }
-    const raw = env.VAULT_REKEY_PAUSE_AFTER;
-    const pauseAfter = raw === undefined || raw === '' ? undefined : Number(raw);
-    if (pauseAfter !== undefined && (!Number.isInteger(pauseAfter) || pauseAfter < 0)) {
-      throw new CliError('VAULT_REKEY_PAUSE_AFTER must be a non-negative integer');
     }
     const config = await serviceConfig(env, io);
     io.err(`re-keying the projects of the ${describeTarget(databaseTarget(env))}`);
@@ -112,13 +104,7 @@ export const rekey: Command = {
       for (const p of todo) {
         blobs += await store.transaction((s) => rekeyProject(s, crypto!, p.id));
         projects++;
-        if (pauseAfter === projects) {
-          const keepAlive = setInterval(() => {}, 1 << 30);
-          const resumed = new Promise<void>((resume) => process.once('SIGUSR2', () => resume()));
-          process.stderr.write('paused\n');
-          await resumed;
-          clearInterval(keepAlive);
-        }
+        await hooks?.step?.(projects);
       }
       await store.transaction(async (s) => {
         await auditStore(s.tx, await loadAuditKey(s, crypto!)).append(s.tx, {

@@ -12,7 +12,7 @@ import { migrate } from '../../storage/migrate.js';
 import { AuditTrailError, loadAuditKey } from '../domain/audit.js';
 import { dataKeyAad, openKeyring, WrongEncryptionKeyError } from '../domain/keyring.js';
 import { secretAad } from '../domain/secrets.js';
-import { CliError, EXIT_OK, parse, refuseKeyLikeArguments, type Command, type Context, type Io } from './command.js';
+import { CliError, EXIT_OK, parse, refuseKeyLikeArguments, type Command, type CommandHooks, type Context, type Io } from './command.js';
 import { databaseTarget, describeTarget, openDatabase } from './database.js';
 
 const HELP = `Usage: vault-standalone rotate-key [--dry-run]
@@ -49,9 +49,6 @@ vault-secrets, the infrastructure variables, your backups) and start the service
 then refuses the old key. Database backups taken BEFORE the rotation still need the
 old key: keep it as long as you keep them.
 
-Test-only fault injection (never set in production):
-  VAULT_ROTATE_FAIL_AFTER=N   throw after N keys were re-wrapped (inside the transaction)
-  VAULT_ROTATE_PAUSE_AFTER=N  after N re-wraps print "paused" on stderr and wait for SIGUSR2
 
 Exit codes: 0 rotated (or dry run verified), 1 failure (nothing changed), 2 usage error.`;
 
@@ -63,7 +60,6 @@ class DryRun extends Error {
     super('dry run');
   }
 }
-class FaultInjected extends Error {}
 
 interface RotationResult {
   fromProvider: string;
@@ -75,14 +71,6 @@ interface RotationResult {
   auditKeys: number;
   projects: number;
   secrets: number;
-}
-
-function faultAfter(env: Record<string, string | undefined>, name: string): number | undefined {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return undefined;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0) throw new CliError(`${name} must be a non-negative integer`);
-  return n;
 }
 
 /** The stores of one transaction, shaped as a Store for openKeyring (which only reads there). */
@@ -98,7 +86,7 @@ export const rotateKey: Command = {
   name: 'rotate-key',
   summary: 'rotate ENCRYPTION_KEY: re-wrap every data key under NEW_ENCRYPTION_KEY, verified, in one transaction',
   help: HELP,
-  async run(argv: string[], { env, io }: Context): Promise<number> {
+  async run(argv: string[], { env, io, hooks }: Context): Promise<number> {
     refuseKeyLikeArguments(argv);
     const o = parse(argv, { 'dry-run': { type: 'boolean' } });
     if (o.help) {
@@ -109,7 +97,7 @@ export const rotateKey: Command = {
     const source = keySettings(trimmed, '');
     const target = keySettings(trimmed, 'NEW_');
     try {
-      return await rotateBetween(source, target, env, io, o['dry-run'] === true);
+      return await rotateBetween(source, target, env, io, o['dry-run'] === true, hooks);
     } finally {
       source.pkcs11?.pin.fill(0);
       target.pkcs11?.pin.fill(0);
@@ -140,7 +128,14 @@ function sameKey(a: KeySettings, b: KeySettings): boolean {
   return false;
 }
 
-async function rotateBetween(source: KeySettings, target: KeySettings, env: Record<string, string | undefined>, io: Io, dryRun: boolean): Promise<number> {
+async function rotateBetween(
+  source: KeySettings,
+  target: KeySettings,
+  env: Record<string, string | undefined>,
+  io: Io,
+  dryRun: boolean,
+  hooks: CommandHooks | undefined,
+): Promise<number> {
   {
     if (sameKey(source, target)) {
       throw new CliError(
@@ -149,8 +144,6 @@ async function rotateBetween(source: KeySettings, target: KeySettings, env: Reco
           : 'the NEW_PKCS11_* settings name the current key (same module, token and key label): nothing to rotate',
       );
     }
-    const failAfter = faultAfter(env, 'VAULT_ROTATE_FAIL_AFTER');
-    const pauseAfter = faultAfter(env, 'VAULT_ROTATE_PAUSE_AFTER');
 
     io.err(`rotating the root key of the ${describeTarget(databaseTarget(env))}`);
     // One connection: the rotation is sequential, and the check for other sessions below
@@ -184,14 +177,14 @@ async function rotateBetween(source: KeySettings, target: KeySettings, env: Reco
       let result: RotationResult;
       try {
         result = await store.transaction((s) =>
-          rotate(s, { kind: db.kind, rotating, newOnly, fromProvider: source.keyProvider, from, to, failAfter, pauseAfter, dryRun, io }),
+          rotate(s, { kind: db.kind, rotating, newOnly, fromProvider: source.keyProvider, from, to, step: hooks?.step, dryRun, io }),
         );
       } catch (err) {
         if (err instanceof DryRun) {
           report(io, err.result, true);
           return EXIT_OK;
         }
-        const why = err instanceof FaultInjected || err instanceof CliError ? err.message : describe(err);
+        const why = err instanceof CliError ? err.message : describe(err);
         throw new CliError(
           `rotation failed and was rolled back: ${why}\nNothing was changed: ${source.keyProvider === 'local' ? 'ENCRYPTION_KEY' : 'the PKCS#11 key'} is still the key of this database.`,
         );
@@ -278,13 +271,13 @@ async function rotate(
     fromProvider: string;
     from: number;
     to: number;
-    failAfter?: number;
-    pauseAfter?: number;
+    /** The test seam of CommandHooks. */
+    step?: (n: number) => Promise<void> | void;
     dryRun: boolean;
     io: Io;
   },
 ): Promise<RotationResult> {
-  const { rotating, newOnly, from, to, failAfter, pauseAfter, io } = opts;
+  const { rotating, newOnly, from, to, step, io } = opts;
   // ACCESS EXCLUSIVE also blocks plain reads: a replica starting now waits here and then
   // reads the committed version, instead of reading version `from` and starting with
   // the old key. (EXCLUSIVE would let it read.) crypto_keys first, as every writer does.
@@ -304,23 +297,12 @@ async function rotate(
   // message must not change. Computed before, with the old root key.
   const fingerprints = new Map<string, Buffer>();
   for (const r of rows) fingerprints.set(r.id, await rotating.mac(r.wrapped, dataKeyAad(r.id), ROTATION_CHECK));
-  const checkpoint = async (n: number) => {
-    if (failAfter === n) throw new FaultInjected(`fault injected by VAULT_ROTATE_FAIL_AFTER=${n} after ${n} re-wrapped keys`);
-    if (pauseAfter === n) {
-      // A test kills the process here, mid-transaction, or resumes it with SIGUSR2.
-      const keepAlive = setInterval(() => {}, 1 << 30);
-      const resumed = new Promise<void>((resume) => process.once('SIGUSR2', () => resume()));
-      process.stderr.write('paused\n');
-      await resumed;
-      clearInterval(keepAlive);
-    }
-  };
-  await checkpoint(0);
+  await step?.(0);
   for (const r of rows) {
     const wrapped = await rotating.rewrap(r.wrapped, dataKeyAad(r.id), to);
     await s.keys.updateWrapped(r.id, to, wrapped);
     rewrapped.set(r.id, wrapped);
-    await checkpoint(rewrapped.size);
+    await step?.(rewrapped.size);
   }
   io.err(`re-wrapped ${rows.length} data keys; verifying with the new key alone`);
 

@@ -14,6 +14,8 @@ import { freshDatabase } from '../../helpers/db.js';
 import { quietLog, testKeys } from '../../helpers/service.js';
 
 export const CLI = fileURLToPath(new URL('../../../server/cli/main.js', import.meta.url));
+/** The same command line with test seams (fixtureCliWithHooks.ts): TEST_FAIL_AT_STEP, TEST_PAUSE_AT_STEP. */
+const CLI_WITH_HOOKS = fileURLToPath(new URL(`./fixtureCliWithHooks${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url));
 /** The repository root (dist/test/server/cli -> ../../../..). */
 export const REPO = fileURLToPath(new URL('../../../../', import.meta.url));
 
@@ -35,8 +37,8 @@ export interface CliProcess {
   stderrMatch(re: RegExp): Promise<void>;
 }
 
-export function spawnCli(args: string[], env: Record<string, string>, cwd?: string): CliProcess {
-  const child = spawn(process.execPath, [CLI, ...args], {
+export function spawnCli(args: string[], env: Record<string, string>, cwd?: string, entry = CLI): CliProcess {
+  const child = spawn(process.execPath, [entry, ...args], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), ...env },
     cwd,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -69,6 +71,19 @@ export function spawnCli(args: string[], env: Record<string, string>, cwd?: stri
 
 export const runCli = (args: string[], env: Record<string, string>, cwd?: string): Promise<CliResult> =>
   spawnCli(args, env, cwd).exit;
+
+/** The CLI with its test seams: `steps.failAt` throws at that step, `steps.pauseAt` waits there for SIGUSR2. */
+export const spawnCliWithHooks = (args: string[], env: Record<string, string>, steps: { failAt?: number; pauseAt?: number }): CliProcess =>
+  spawnCli(
+    args,
+    {
+      ...env,
+      ...(steps.failAt === undefined ? {} : { TEST_FAIL_AT_STEP: String(steps.failAt) }),
+      ...(steps.pauseAt === undefined ? {} : { TEST_PAUSE_AT_STEP: String(steps.pauseAt) }),
+    },
+    undefined,
+    CLI_WITH_HOOKS,
+  );
 
 export function tempDir(t: TapLike, prefix = 'vault-cli-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));

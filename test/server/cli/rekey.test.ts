@@ -6,7 +6,7 @@ import { createCrypto } from '../../../crypto/index.js';
 import { dataKeyAad } from '../../../server/domain/keyring.js';
 import { secretAad } from '../../../server/domain/secrets.js';
 import { softhsmAvailable, softToken } from '../../helpers/softhsm.js';
-import { openServices, readAll, runCli, spawnCli, withDatabase } from './helpers.js';
+import { openServices, readAll, runCli, spawnCliWithHooks, withDatabase } from './helpers.js';
 import { assertOpensWith, fixture, type Fixture } from './rotation.js';
 
 t.setTimeout(360_000);
@@ -96,7 +96,7 @@ t.test('rekey: fresh data keys, everything reads back, old keys gone and useless
 t.test('rekey killed half-way: the next run finishes it, nothing lost', async (t) => {
   const f = await fixture(t, 'postgres');
   const before = await projectKeys(f);
-  const cli = spawnCli(['rekey'], { ...f.env, VAULT_REKEY_PAUSE_AFTER: '1' });
+  const cli = spawnCliWithHooks(['rekey'], f.env, { pauseAt: 1 });
   await cli.stderrMatch(/^paused$/m);
   cli.child.kill('SIGKILL');
   t.equal((await cli.exit).signal, 'SIGKILL');

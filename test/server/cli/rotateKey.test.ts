@@ -4,7 +4,7 @@
 // starting during it and stale root key versions: rotateKeyConcurrency.test.ts.)
 import t from 'tap';
 import { SYSTEM } from '../../../server/domain/access.js';
-import { openServices, runCli, type Backend } from './helpers.js';
+import { openServices, runCli, spawnCliWithHooks, type Backend } from './helpers.js';
 import { assertOpensWith, assertRefused, fixture, newKey, rotate } from './rotation.js';
 
 // Each test starts the CLI and the service several times, on the embedded database
@@ -59,12 +59,12 @@ t.test('rotating twice in a row; a swapped pair of keys gets a hint', async (t) 
   await assertRefused(t, f, f.env.ENCRYPTION_KEY!, 'the first key');
 });
 
-t.test('VAULT_ROTATE_FAIL_AFTER=1: rolled back, the old key works, the new one is refused', async (t) => {
+t.test('a fault after the first re-wrap: rolled back, the old key works, the new one is refused', async (t) => {
   const f = await fixture(t, 'postgres');
   const next = newKey();
-  const r = await rotate(f, next, { VAULT_ROTATE_FAIL_AFTER: '1' });
+  const r = await spawnCliWithHooks(['rotate-key'], { ...f.env, NEW_ENCRYPTION_KEY: next }, { failAt: 1 }).exit;
   t.equal(r.code, 1);
-  t.match(r.stderr, /rotation failed and was rolled back: fault injected by VAULT_ROTATE_FAIL_AFTER=1/);
+  t.match(r.stderr, /rotation failed and was rolled back: fault injected by the test at step 1/);
   t.match(r.stderr, /Nothing was changed: ENCRYPTION_KEY is still the key of this database/);
   await assertOpensWith(t, f, f.env.ENCRYPTION_KEY!, 'old key after the failure');
   await assertRefused(t, f, next, 'the new key');

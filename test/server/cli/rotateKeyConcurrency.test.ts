@@ -9,7 +9,7 @@ import { createCrypto } from '../../../crypto/index.js';
 import { SYSTEM } from '../../../server/domain/access.js';
 import { projectsDomain } from '../../../server/domain/projects.js';
 import { StaleRootKeyVersionError } from '../../../storage/keys.js';
-import { openServices, readAll, spawnCli, type Backend } from './helpers.js';
+import { openServices, readAll, spawnCliWithHooks, type Backend } from './helpers.js';
 import { assertOpensWith, assertRefused, fixture, newKey, rotate } from './rotation.js';
 
 // Each test starts the CLI and the service several times, on the embedded database
@@ -20,7 +20,7 @@ for (const backend of ['postgres', 'embedded'] as Backend[]) {
   t.test(`SIGKILL in the middle of the transaction: the old key works, nothing lost (${backend})`, async (t) => {
     const f = await fixture(t, backend);
     const next = newKey();
-    const cli = spawnCli(['rotate-key'], { ...f.env, NEW_ENCRYPTION_KEY: next, VAULT_ROTATE_PAUSE_AFTER: '1' });
+    const cli = spawnCliWithHooks(['rotate-key'], { ...f.env, NEW_ENCRYPTION_KEY: next }, { pauseAt: 1 });
     await cli.stderrMatch(/^paused$/m);
     cli.child.kill('SIGKILL');
     const r = await cli.exit;
@@ -46,7 +46,7 @@ async function until(probe: () => Promise<boolean>, stop: () => boolean): Promis
 t.test('a replica starting mid-rotation waits on the key tables, and the rotation then rolls back', async (t) => {
   const f = await fixture(t, 'postgres');
   const next = newKey();
-  const cli = spawnCli(['rotate-key'], { ...f.env, NEW_ENCRYPTION_KEY: next, VAULT_ROTATE_PAUSE_AFTER: '1' });
+  const cli = spawnCliWithHooks(['rotate-key'], { ...f.env, NEW_ENCRYPTION_KEY: next }, { pauseAt: 1 });
   await cli.stderrMatch(/^paused$/m);
 
   // A replica with the old key starts while the rotation's transaction is open.
