@@ -5,7 +5,8 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { connectDatabase, type Database } from '../../storage/db.js';
 import { ConfigError, DEV_KEYS_FILE, parseConfig, withDevelopmentKeys, type Config } from '../config.js';
-import { CliError, type Io } from './command.js';
+import { createServices, type Services } from '../services.js';
+import { CliError, stderrLog, type Io } from './command.js';
 
 export interface DatabaseTarget {
   databaseUrl?: string;
@@ -82,5 +83,25 @@ export async function serviceConfig(env: Record<string, string | undefined>, io:
   } catch (err) {
     if (err instanceof ConfigError) throw new CliError(err.message);
     throw err;
+  }
+}
+
+/**
+ * The service's composition root for a command that works through the domain (seed
+ * inventory, reset a password): the service's configuration, started without the first
+ * visit's setup code, closed when `work` ends.
+ */
+export async function withServices<T>(env: Record<string, string | undefined>, io: Io, work: (services: Services, config: Config) => Promise<T>): Promise<T> {
+  const config = await serviceConfig(env, io);
+  let services: Services;
+  try {
+    services = await createServices(config, stderrLog(io), { firstVisit: false });
+  } catch (err) {
+    throw new CliError((err as Error).message);
+  }
+  try {
+    return await work(services, config);
+  } finally {
+    await services.close();
   }
 }

@@ -5,9 +5,8 @@
 import { randomInt } from 'node:crypto';
 import { SYSTEM } from '../domain/access.js';
 import { AppError } from '../errors.js';
-import { createServices, type Services } from '../services.js';
-import { CliError, EXIT_OK, UsageError, parse, stderrLog, type Command, type Context } from './command.js';
-import { serviceConfig } from './database.js';
+import { CliError, EXIT_OK, UsageError, parse, type Command, type Context } from './command.js';
+import { withServices } from './database.js';
 
 const HELP = `Usage: vault-standalone reset-password --email EMAIL [--password-stdin]
 
@@ -61,15 +60,8 @@ export const resetPassword: Command = {
     const fromStdin = o['password-stdin'] === true;
     const password = fromStdin ? await readStdin() : generatePassword();
 
-    const config = await serviceConfig(env, io);
-    let services: Services;
-    try {
-      services = await createServices(config, stderrLog(io), { firstVisit: false });
-    } catch (err) {
-      throw new CliError((err as Error).message);
-    }
-    try {
-      const user = await services.users.resetPassword(SYSTEM, { email: o.email }, password).catch((err: unknown) => {
+    return withServices(env, io, async (services) => {
+      const user = await services.users.resetPassword(SYSTEM, { email: o.email! }, password).catch((err: unknown) => {
         // "User with email … not found", "newPassword must be 12 to 256 characters"
         if (err instanceof AppError) throw new CliError(err.message.replace(/^newPassword/, 'the password'));
         throw err;
@@ -77,8 +69,6 @@ export const resetPassword: Command = {
       io.err(`password of ${user.email} set; every session of theirs has ended${user.disabled ? ' (the account is disabled: enable it in People)' : ''}`);
       if (!fromStdin) io.out(`new password for ${user.email}: ${password}`);
       return EXIT_OK;
-    } finally {
-      await services.close();
-    }
+    });
   },
 };

@@ -6,9 +6,9 @@ import { normaliseSecretPath } from '../domain/paths.js';
 import { openSealed } from '../domain/sealed.js';
 import { rowItems } from '../domain/secrets.js';
 import { AppError } from '../errors.js';
-import { createServices, type Services } from '../services.js';
-import { CliError, EXIT_OK, UsageError, callerPath, parse, stderrLog, type Command, type Context, type Io } from './command.js';
-import { serviceConfig } from './database.js';
+import type { Services } from '../services.js';
+import { CliError, EXIT_OK, UsageError, callerPath, parse, type Command, type Context, type Io } from './command.js';
+import { withServices } from './database.js';
 import { loadInventory, type InventoryEntry } from './inventory.js';
 import { DEFAULT_PLACEHOLDER, RULE_DESCRIPTIONS, generate } from './rules.js';
 
@@ -72,14 +72,7 @@ export const seedInventory: Command = {
       throw new UsageError((err as Error).message);
     }
 
-    const config = await serviceConfig(env, io);
-    let services: Services;
-    try {
-      services = await createServices(config, stderrLog(io), { firstVisit: false });
-    } catch (err) {
-      throw new CliError((err as Error).message);
-    }
-    try {
+    return withServices(env, io, async (services, config) => {
       const counts = await seed(services, { slug, envSlug, path, entries: inventory.secrets }, io);
       io.out(
         `${inventory.secrets.length} keys in ${slug}/${envSlug}${path}: ${counts.created} created, ` +
@@ -97,9 +90,7 @@ export const seedInventory: Command = {
         }
       }
       return EXIT_OK;
-    } finally {
-      await services.close();
-    }
+    });
   },
 };
 

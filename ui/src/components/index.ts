@@ -11,6 +11,7 @@
 // Forms
 //   Field         a labelled control with hint and error
 //   TextField     a text input in a Field, tied to its label
+//   NewPasswordFields  a new password and its confirmation
 //   SearchBox     a search input with a hidden label
 //   createAction  busy and error of what a form or button does (submitWith: as a form's onSubmit)
 //   useId         an id to tie a label or message to its control
@@ -48,6 +49,7 @@ export { Field } from './Field';
 export { formatDate } from './format';
 export { Icon } from './Icon';
 export { Link } from './Link';
+export { NewPasswordFields } from './NewPasswordFields';
 export { ListPager } from './ListPager';
 export { ListTable } from './ListTable';
 export { createListView, type ListView } from './listView';

@@ -3,7 +3,7 @@
 // this browser: other browsers and API clients with my old sessions must log in again.
 import { createSignal, Show } from 'solid-js';
 import { api, personName, type User } from '../api';
-import { Badge, createAction, ErrorText, Button, Icon, PageHead, submitWith, TextField, useId } from '../components';
+import { Badge, createAction, ErrorText, Button, Icon, NewPasswordFields, PageHead, submitWith, TextField, useId } from '../components';
 import { signedIn, user } from '../session';
 
 interface SessionReply {
@@ -59,27 +59,17 @@ export function AccountPage() {
             invalid={about('oldPassword')}
             errorId={errorId}
           />
-          <TextField
+          <NewPasswordFields
             label="New password"
-            hint="At least 12 characters."
-            type="password"
-            required
-            minlength="12"
-            autocomplete="new-password"
-            value={newPassword()}
-            onValue={setNewPassword}
+            confirmLabel="Confirm new password"
+            mismatchText="The new passwords do not match"
+            password={newPassword()}
+            onPassword={setNewPassword}
+            confirm={confirm()}
+            onConfirm={setConfirm}
+            mismatch={mismatch()}
             invalid={about('newPassword')}
             errorId={errorId}
-          />
-          <TextField
-            label="Confirm new password"
-            error={mismatch() ? 'The new passwords do not match' : undefined}
-            type="password"
-            required
-            autocomplete="new-password"
-            value={confirm()}
-            onValue={setConfirm}
-            invalid={mismatch()}
           />
           <ErrorText message={action.error()} id={errorId} />
           <Show when={changed()}>

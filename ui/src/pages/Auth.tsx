@@ -1,7 +1,7 @@
 // First visit (create the superadmin) and login.
 import { createSignal, Show, type JSX } from 'solid-js';
 import { api, type User } from '../api';
-import { Button, createAction, ErrorText, Icon, submitWith, TextField, useId, type Action } from '../components';
+import { Button, createAction, ErrorText, Icon, NewPasswordFields, submitWith, TextField, useId, type Action } from '../components';
 import { boot, signedIn } from '../session';
 
 interface SessionReply {
@@ -89,16 +89,15 @@ export function SetupPage() {
         <TextField label="Last name (optional)" autocomplete="family-name" value={lastName()} onValue={setLastName} />
       </div>
       <TextField label="Email" type="email" required autocomplete="email" value={email()} onValue={setEmail} />
-      <TextField label="Password" hint="At least 12 characters." type="password" required minlength="12" autocomplete="new-password" value={password()} onValue={setPassword} />
-      <TextField
-        label="Confirm password"
-        error={mismatch() ? 'The passwords do not match' : undefined}
-        type="password"
-        required
-        autocomplete="new-password"
-        value={confirm()}
-        onValue={setConfirm}
-        invalid={mismatch()}
+      <NewPasswordFields
+        label="Password"
+        confirmLabel="Confirm password"
+        mismatchText="The passwords do not match"
+        password={password()}
+        onPassword={setPassword}
+        confirm={confirm()}
+        onConfirm={setConfirm}
+        mismatch={mismatch()}
       />
     </AuthForm>
   );
