@@ -239,7 +239,7 @@ t.test('migrations are where the compiled code reads them', async (t) => {
   const sql = readdirSync(join(ROOT, 'storage', 'migrations')).filter((f) => f.endsWith('.sql'));
   t.ok(sql.length >= 1, 'storage/migrations holds SQL files');
   // dist/storage/migrate.js resolves ../../storage/migrations => /app/storage/migrations.
-  t.match(readRepo('storage', 'migrate.ts'), /new URL\('\.\.\/\.\.\/storage\/migrations\/', import\.meta\.url\)/);
+  t.match(readRepo('storage', 'migrate.ts'), /'\.\.\/\.\.\/storage\/migrations\/', import\.meta\.url\)/);
   t.match(dockerfile, /^COPY --from=build \/app\/storage\/migrations \.\/storage\/migrations$/m);
 });
 

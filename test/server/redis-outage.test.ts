@@ -19,11 +19,14 @@ function deferred<T>() {
 
 /** Keeps every line, so a test can check that no value was logged. */
 function recordingLog(lines: string[], onWarn: (m: string) => void = () => {}): Logger {
-  return textLogger({
-    info: (m) => lines.push(m),
-    warn: (m) => (lines.push(m), onWarn(m)),
-    error: (m) => lines.push(m),
-  });
+  return textLogger(
+    {
+      info: (m) => lines.push(m),
+      warn: (m) => (lines.push(m), onWarn(m)),
+      error: (m) => lines.push(m),
+    },
+    { fields: false },
+  );
 }
 
 async function start(t: { teardown(fn: () => unknown): void }, env: Record<string, string>, log: Logger): Promise<TestService> {

@@ -6,7 +6,7 @@
 import t from 'tap';
 import { startService } from '../../../server/app.js';
 import { parseConfig } from '../../../server/config.js';
-import type { Logger } from '../../../server/services.js';
+import { textLogger, type Logger } from '../../../server/log.js';
 import { signupAdmin } from '../../helpers/admin.js';
 import { request } from '../../helpers/http.js';
 import { testEnv, type Backend } from '../../helpers/service.js';
@@ -14,7 +14,10 @@ import { runCli } from '../cli/helpers.js';
 
 function recordingLog() {
   const lines: string[] = [];
-  const log: Logger = { info: (m) => lines.push(`info ${m}`), warn: (m) => lines.push(`warn ${m}`), error: (m) => lines.push(`error ${m}`) };
+  const log: Logger = textLogger(
+    { info: (m) => lines.push(`info ${m}`), warn: (m) => lines.push(`warn ${m}`), error: (m) => lines.push(`error ${m}`) },
+    { fields: false },
+  );
   return { lines, log };
 }
 
