@@ -258,7 +258,8 @@ class PooledCrypto implements Crypto {
 
   /** Sends each worker its init task and checks that every live worker answered one. */
   async handOver(copies: Uint8Array[], roots: RootKeyConfig[]): Promise<void> {
-    const taken = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+    // [0]: init tasks taken; [1]: held while a worker builds its provider (see worker.ts).
+    const taken = new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
     const inits = copies.map((keys) =>
       this.#run(
         { op: 'init', keys, roots, currentVersion: this.rootKeyVersion, taken, workers: copies.length },

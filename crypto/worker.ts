@@ -36,7 +36,10 @@ export interface InitTask {
   /** Each root key version: its provider, its settings and its slice of `keys`. */
   roots: RootKeyConfig[];
   currentVersion: number;
-  /** [0] counts the init tasks taken so far; shared by the whole pool. */
+  /**
+   * Shared by the whole pool: [0] counts the init tasks taken so far; [1] is 1 while a
+   * worker builds its provider, so the workers of one process connect one at a time.
+   */
   taken: Int32Array;
   workers: number;
 }
@@ -68,9 +71,16 @@ const waitAsync = (Atomics as unknown as { waitAsync: WaitAsync }).waitAsync;
 // worker still inside its init task cannot take a second one, and every worker
 // gets exactly one. The key bytes are zeroed as soon as the provider is built.
 async function init(t: InitTask): Promise<Results['init'] | Failure> {
-  if (!isBytes(t.keys) || !Array.isArray(t.roots) || !(t.taken instanceof Int32Array) || !Number.isInteger(t.workers)) {
+  if (!isBytes(t.keys) || !Array.isArray(t.roots) || !(t.taken instanceof Int32Array) || t.taken.length < 2 || !Number.isInteger(t.workers)) {
     if (isBytes(t?.keys)) t.keys.fill(0);
     return fail('BAD_TASK');
+  }
+  // One worker at a time: a PKCS#11 library is initialised once per process, and
+  // C_Initialize / C_Login racing in several threads is undefined (SoftHSM2 failed
+  // about one start in three with two workers).
+  while (Atomics.compareExchange(t.taken, 1, 0, 1) !== 0) {
+    const wait = waitAsync(t.taken, 1, 1);
+    if (wait.async) await wait.value;
   }
   try {
     if (isMainThread || provider !== null) return fail('BAD_TASK');
@@ -79,6 +89,8 @@ async function init(t: InitTask): Promise<Results['init'] | Failure> {
     return err instanceof ProviderConfigError ? { ok: false, code: 'KEY_UNAVAILABLE', reason: err.message } : fail('KEY_UNAVAILABLE');
   } finally {
     t.keys.fill(0);
+    Atomics.store(t.taken, 1, 0);
+    Atomics.notify(t.taken, 1);
   }
   Atomics.add(t.taken, 0, 1);
   Atomics.notify(t.taken, 0);

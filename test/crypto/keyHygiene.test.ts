@@ -23,7 +23,7 @@ t.test('the worker module on the main thread holds no key and does nothing', asy
 
 t.test('the worker module on the main thread refuses keys, and zeroes the bytes it was handed', async (t) => {
   const keys = new Uint8Array(Buffer.from(KEY_A, 'hex'));
-  const taken = new Int32Array(new SharedArrayBuffer(4));
+  const taken = new Int32Array(new SharedArrayBuffer(8));
   const init = { op: 'init', keys, roots: [{ provider: 'local', version: 1, secret: [0, 16] }], currentVersion: 1, taken, workers: 1 };
   t.same(await handle(init), { ok: false, code: 'BAD_TASK' });
   t.ok(keys.every((b) => b === 0), 'bytes zeroed');

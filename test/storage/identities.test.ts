@@ -36,7 +36,7 @@ for (const backend of BACKENDS) {
     // A new start sweeps at once.
     let sweptLine!: (line: string) => void;
     const swept = new Promise<string>((resolve) => (sweptLine = resolve));
-    const svc = await startService(parseConfig(env), textLogger({ error: (m) => console.error(m), info: (m) => /^access tokens:/.test(m) && sweptLine(m) }));
+    const svc = await startService(parseConfig(env), textLogger({ error: (m) => console.error(m), info: (m) => /^access tokens:/.test(m) && sweptLine(m) }, { fields: false }));
     t.teardown(() => svc.close());
     const services = svc.services;
     url = `http://127.0.0.1:${svc.port}`;
