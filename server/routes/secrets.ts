@@ -31,7 +31,15 @@ const readScope = {
   viewSecretValue: queryBool.optional(),
 };
 
-const listQuery = z.object({ ...readScope, recursive: queryBool.optional() });
+const listQuery = z.object({
+  ...readScope,
+  recursive: queryBool.optional(),
+  /** Infisical's tag filter (comma-separated slugs): honoured, and as no secret here carries a tag, a filter matches none. */
+  tagSlugs: z.string().max(4096).optional(),
+});
+
+/** The slugs a `tagSlugs` filter names (none: no filter). */
+const tagFilter = (raw: string | undefined) => (raw ?? '').split(',').map((t) => t.trim()).filter((t) => t !== '');
 const getQuery = z.object({
   ...readScope,
   // Decimal digits only: z.coerce would also take 0x1, 1e0 and ' 1'.
@@ -148,8 +156,12 @@ export function registerSecretRoutes<L extends string, O extends string, B exten
         expandSecretReferences: q.expandSecretReferences,
         viewSecretValue: q.viewSecretValue,
       });
+      // A tag filter keeps the secrets carrying one of its tags: tags do not exist here
+      // (yet), so none; never "every secret", which is what ignoring it would answer.
+      const tags = tagFilter(q.tagSlugs);
+      const kept = tags.length === 0 ? secrets : [];
       // Imports are accepted but this service has none to include.
-      return { body: { secrets: secrets.map(secretRaw), imports: [] } };
+      return { body: { secrets: kept.map(secretRaw), imports: [] } };
     },
   );
 

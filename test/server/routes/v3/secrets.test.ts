@@ -35,3 +35,27 @@ t.test('single read: version and secret name are parsed strictly', async (t) => 
     t.equal(longest.status, 404, 'a name of 255 characters is looked up');
   });
 });
+
+t.test('tagSlugs on the list is a filter, never ignored: no secret carries a tag, so a filter matches none', async (t) => {
+  const svc = await startTestService(t, await testEnv(t, 'postgres+redis'));
+  const seeded = await seedHomelab(svc.services);
+  const token = await login(svc.url, seeded);
+  const lists = {
+    v3: (extra: string) => request(`${svc.url}/api/v3/secrets/raw?environment=prod&workspaceSlug=homelab&secretPath=%2F${extra}`, { token }),
+    v4: (extra: string) => request(`${svc.url}/api/v4/secrets?environment=prod&projectId=${seeded.projectId}&secretPath=%2F${extra}`, { token }),
+  };
+  for (const [version, list] of Object.entries(lists)) {
+    const all = await list('');
+    t.equal(all.status, 200, `${version}: no filter`);
+    t.equal(all.body.secrets.length, Object.keys(INVENTORY).length, `${version}: every secret without a filter`);
+    const empty = await list('&tagSlugs=');
+    t.equal(empty.body.secrets.length, Object.keys(INVENTORY).length, `${version}: an empty filter is no filter`);
+    for (const slugs of ['prod', 'a,b', ' db ']) {
+      const r = await list(`&tagSlugs=${encodeURIComponent(slugs)}`);
+      t.equal(r.status, 200, `${version} tagSlugs=${slugs}`);
+      t.same(r.body.secrets, [], `${version} tagSlugs=${slugs}: nothing carries that tag`);
+    }
+    const hidden = await request(`${svc.url}/api/v3/secrets/raw?environment=nope&workspaceSlug=homelab&tagSlugs=prod`, { token });
+    t.equal(hidden.status, 404, 'the scope is still checked with a filter');
+  }
+});
