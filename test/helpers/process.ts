@@ -13,12 +13,15 @@ export interface MainProcess {
   /** Resolves with the first match of `pattern` in stdout. */
   output(pattern: RegExp): Promise<RegExpExecArray>;
   stop(signal?: NodeJS.Signals): Promise<{ code: number | null; stdout: string; stderr: string }>;
+  kill(signal?: NodeJS.Signals): void;
 }
 
-export function runMain(env: Record<string, string>): MainProcess {
-  const child = spawn(process.execPath, [MAIN], {
+/** `nodeArgs` go before the entry (e.g. `--import` of a test fixture); `cwd` is the process's folder. */
+export function runMain(env: Record<string, string>, nodeArgs: string[] = [], cwd?: string): MainProcess {
+  const child = spawn(process.execPath, [...nodeArgs, MAIN], {
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', CRYPTO_THREADS: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    cwd,
   });
   let stdout = '';
   let stderr = '';
@@ -47,7 +50,7 @@ export function runMain(env: Record<string, string>): MainProcess {
       void exit.then((r) => reject(new Error(`exited ${r.code} before ${pattern}: ${r.stderr}`)));
     });
   const listening = output(/listening on (http:\/\/[\d.]+:\d+)/).then((m) => m[1]!);
-  listening.catch(() => {});
+  listening.catch(() => {}); // tests that expect an exit never wait for it
   return {
     listening,
     exit,
@@ -56,5 +59,6 @@ export function runMain(env: Record<string, string>): MainProcess {
       if (child.exitCode === null) child.kill(signal);
       return exit;
     },
+    kill: (signal = 'SIGTERM') => void child.kill(signal),
   };
 }

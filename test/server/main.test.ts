@@ -2,7 +2,6 @@
 // development keys of a fresh clone, refusal to start with the wrong key, no
 // ENCRYPTION_KEY left on the main thread after start-up, and an exit when a crypto
 // worker is lost.
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync, existsSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -11,54 +10,10 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import t from 'tap';
 import { freshDatabase } from '../helpers/db.js';
+import { runMain } from '../helpers/process.js';
 
-const MAIN = fileURLToPath(new URL('../../server/main.js', import.meta.url));
 const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}.js`, import.meta.url));
-
-interface Run {
-  exit: Promise<{ code: number | null; stdout: string; stderr: string }>;
-  listening: Promise<string>;
-  /** Resolves with the first match of `pattern` in stdout. */
-  output(pattern: RegExp): Promise<RegExpExecArray>;
-  kill(signal?: NodeJS.Signals): void;
-}
-
-function run(env: Record<string, string>, nodeArgs: string[] = [], cwd?: string): Run {
-  const child = spawn(process.execPath, [...nodeArgs, MAIN], {
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', CRYPTO_THREADS: '1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    cwd,
-  });
-  let stdout = '';
-  let stderr = '';
-  const waiting: Array<{ pattern: RegExp; resolve: (m: RegExpExecArray) => void }> = [];
-  const check = () => {
-    for (const w of [...waiting]) {
-      const m = w.pattern.exec(stdout);
-      if (m) {
-        waiting.splice(waiting.indexOf(w), 1);
-        w.resolve(m);
-      }
-    }
-  };
-  child.stdout.on('data', (d) => {
-    stdout += d;
-    check();
-  });
-  child.stderr.on('data', (d) => (stderr += d));
-  const exit = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
-    child.on('exit', (code) => resolve({ code, stdout, stderr })),
-  );
-  const output = (pattern: RegExp) =>
-    new Promise<RegExpExecArray>((resolve, reject) => {
-      waiting.push({ pattern, resolve });
-      check();
-      void exit.then((r) => reject(new Error(`exited ${r.code} before ${pattern}: ${r.stderr}`)));
-    });
-  const listening = output(/listening on (http:\/\/[\d.]+:\d+)/).then((m) => m[1]!);
-  listening.catch(() => {}); // tests that expect an exit never wait for it
-  return { exit, listening, output, kill: (signal = 'SIGTERM') => child.kill(signal) };
-}
+const run = runMain;
 
 function tempDir(t: Tap): string {
   const dir = mkdtempSync(join(tmpdir(), 'vault-main-'));
