@@ -64,11 +64,17 @@ export function ipMatcher(ranges: readonly IpRange[]): (address: string | null |
     if (r.prefix === undefined) list.addAddress(r.ipAddress, r.type);
     else list.addSubnet(r.ipAddress, r.prefix, r.type);
   }
+  // The default lists admit every address: answered without BlockList.check, which builds
+  // a SocketAddress per call (access tokens are checked on every request).
+  const everyAddress = ranges.some((r) => r.type === 'ipv6' && r.prefix === 0);
+  const everyIpv4 = everyAddress || ranges.some((r) => r.type === 'ipv4' && r.prefix === 0);
   return (address) => {
     if (!address) return false;
     const a = normalizeAddress(address);
     if (a === undefined) return false;
-    return list.check(a, isIP(a) === 4 ? 'ipv4' : 'ipv6');
+    const family = isIP(a) === 4 ? 'ipv4' : 'ipv6';
+    if (everyAddress || (family === 'ipv4' && everyIpv4)) return true;
+    return list.check(a, family);
   };
 }
 
