@@ -69,6 +69,18 @@ export function projectsStore(sql: Queryable) {
       return projects.map((p) => ({ ...p, environments: byProject.get(p.id)! }));
     },
 
+    /**
+     * The data key new values of the project are sealed under, read inside the writing
+     * transaction (never from a cache: an online re-key may have replaced it) and held
+     * (FOR KEY SHARE) until the commit, so a re-key cannot delete it under a writer that
+     * has not committed the rows it sealed with it.
+     */
+    async sealingKey(id: string): Promise<{ id: string; wrapped: Buffer } | undefined> {
+      const [row] = await sql<{ id: string; wrapped: Buffer }[]>`select k.id, k.wrapped
+        from projects p join crypto_keys k on k.id = p.data_key_id where p.id = ${id} for key share of k`;
+      return row;
+    },
+
     /** Locks the project row for the rest of the transaction (serialises admin changes). */
     async lockForUpdate(id: string): Promise<boolean> {
       const rows = await sql`select id from projects where id = ${id} for update`;
@@ -82,12 +94,15 @@ export function projectsStore(sql: Queryable) {
 
     /**
      * Deletes the project (environments, folders, secrets, versions and memberships go
-     * with it by cascade) and then its data key: nothing sealed under it remains.
+     * with it by cascade) and then its data keys: nothing sealed under them remains.
      */
     async remove(id: string): Promise<boolean> {
-      const [row] = await sql<{ dataKeyId: string }[]>`delete from projects where id = ${id} returning data_key_id`;
+      const [row] = await sql<{ dataKeyId: string; previousDataKeyId: string | null }[]>`delete from projects where id = ${id}
+        returning data_key_id, previous_data_key_id`;
       if (!row) return false;
-      await sql`delete from crypto_keys where id = ${row.dataKeyId} and purpose = 'project'`;
+      // The key an unfinished re-key was moving away from goes too.
+      const keys = [row.dataKeyId, ...(row.previousDataKeyId ? [row.previousDataKeyId] : [])];
+      await sql`delete from crypto_keys where id = any(${sql.array(keys)}::uuid[]) and purpose = 'project'`;
       return true;
     },
 

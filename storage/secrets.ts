@@ -13,6 +13,9 @@ export interface SecretCipherRow {
   immutable: boolean;
   createdAt: Date;
   updatedAt: Date;
+  /** The data key the blobs are sealed under, and its wrapped bytes (read with the row, so they always match it). */
+  dataKeyId: string;
+  wrappedKey: Buffer;
 }
 
 export interface SecretVersionRow {
@@ -26,6 +29,8 @@ export interface SecretVersionRow {
   actorType: string;
   actorId: string | null;
   createdAt: Date;
+  dataKeyId: string;
+  wrappedKey: Buffer;
 }
 
 /** A secret as a cascading delete reports it: where it was and which version; no blob. */
@@ -48,28 +53,32 @@ export interface SecretLocation {
   projectId: string;
 }
 
-const COLUMNS = 'id, folder_id, key, version, value_blob, comment_blob, skip_multiline_encoding, immutable, created_at, updated_at';
+// Each row names the data key that sealed it and carries that key's wrapped bytes: during
+// an online re-key rows under the old and the new key coexist, and a reader opens each
+// with the key read in the same statement (a cached row stays openable after its key row
+// is deleted: the wrapped bytes travel with it).
+const COLUMNS = `id, folder_id, key, version, value_blob, comment_blob, skip_multiline_encoding, immutable, created_at, updated_at,
+  data_key_id, (select k.wrapped from crypto_keys k where k.id = data_key_id) as wrapped_key`;
+const VERSION_COLUMNS = `id, secret_id, folder_id, key, version, value_blob, comment_blob, actor_type, actor_id, created_at,
+  data_key_id, (select k.wrapped from crypto_keys k where k.id = data_key_id) as wrapped_key`;
 
 export function secretsStore(sql: Queryable) {
   return {
     async listByFolders(folderIds: readonly string[]): Promise<SecretCipherRow[]> {
       if (folderIds.length === 0) return [];
-      return sql<SecretCipherRow[]>`select id, folder_id, key, version, value_blob, comment_blob,
-          skip_multiline_encoding, immutable, created_at, updated_at
+      return sql<SecretCipherRow[]>`select ${sql.unsafe(COLUMNS)}
         from secrets where folder_id = any(${sql.array(folderIds as string[])}::uuid[]) order by key`;
     },
 
     async byKey(folderId: string, key: string): Promise<SecretCipherRow | undefined> {
-      const [row] = await sql<SecretCipherRow[]>`select id, folder_id, key, version, value_blob, comment_blob,
-          skip_multiline_encoding, immutable, created_at, updated_at
+      const [row] = await sql<SecretCipherRow[]>`select ${sql.unsafe(COLUMNS)}
         from secrets where folder_id = ${folderId} and key = ${key}`;
       return row;
     },
 
     /** Locks the row for the rest of the transaction, so concurrent writers get distinct versions. */
     async byKeyForUpdate(folderId: string, key: string): Promise<SecretCipherRow | undefined> {
-      const [row] = await sql<SecretCipherRow[]>`select id, folder_id, key, version, value_blob, comment_blob,
-          skip_multiline_encoding, immutable, created_at, updated_at
+      const [row] = await sql<SecretCipherRow[]>`select ${sql.unsafe(COLUMNS)}
         from secrets where folder_id = ${folderId} and key = ${key} for update`;
       return row;
     },
@@ -111,8 +120,7 @@ export function secretsStore(sql: Queryable) {
 
     /** Versions of a secret, newest first. */
     async versions(secretId: string, page: { offset: number; limit: number }): Promise<SecretVersionRow[]> {
-      return sql<SecretVersionRow[]>`select id, secret_id, folder_id, key, version, value_blob, comment_blob,
-          actor_type, actor_id, created_at
+      return sql<SecretVersionRow[]>`select ${sql.unsafe(VERSION_COLUMNS)}
         from secret_versions where secret_id = ${secretId}
         order by version desc offset ${page.offset} limit ${page.limit}`;
     },
@@ -134,6 +142,8 @@ export function secretsStore(sql: Queryable) {
         skipMultilineEncoding?: boolean;
       }[],
       actor: { actorType: string; actorId: string | null },
+      /** The data key every blob was sealed under. */
+      dataKeyId: string,
     ): Promise<SecretCipherRow[]> {
       if (rows.length === 0) return [];
       const secrets = rows.map((r) => ({
@@ -145,6 +155,7 @@ export function secretsStore(sql: Queryable) {
         comment_blob: r.commentBlob,
         skip_multiline_encoding: r.skipMultilineEncoding ?? false,
         immutable: false,
+        data_key_id: dataKeyId,
       }));
       const inserted = await sql<SecretCipherRow[]>`insert into secrets ${sql(secrets)} returning ${sql.unsafe(COLUMNS)}`;
       const versions = rows.map((r) => ({
@@ -157,6 +168,7 @@ export function secretsStore(sql: Queryable) {
         comment_blob: r.commentBlob,
         actor_type: actor.actorType,
         actor_id: actor.actorId,
+        data_key_id: dataKeyId,
       }));
       await sql`insert into secret_versions ${sql(versions)}`;
       const byId = new Map(inserted.map((r) => [r.id, r]));
@@ -164,8 +176,7 @@ export function secretsStore(sql: Queryable) {
     },
 
     async version(secretId: string, version: number): Promise<SecretVersionRow | undefined> {
-      const [row] = await sql<SecretVersionRow[]>`select id, secret_id, folder_id, key, version, value_blob, comment_blob,
-          actor_type, actor_id, created_at
+      const [row] = await sql<SecretVersionRow[]>`select ${sql.unsafe(VERSION_COLUMNS)}
         from secret_versions where secret_id = ${secretId} and version = ${version}`;
       return row;
     },
@@ -181,14 +192,16 @@ export function secretsStore(sql: Queryable) {
       skipMultilineEncoding?: boolean;
       actorType: string;
       actorId: string | null;
+      /** The data key the blobs were sealed under. */
+      dataKeyId: string;
     }): Promise<SecretCipherRow> {
       const [row] = await sql<SecretCipherRow[]>`update secrets set key = ${u.key}, version = ${u.version},
-          value_blob = ${u.valueBlob}, comment_blob = ${u.commentBlob},
+          value_blob = ${u.valueBlob}, comment_blob = ${u.commentBlob}, data_key_id = ${u.dataKeyId},
           skip_multiline_encoding = coalesce(${u.skipMultilineEncoding ?? null}::boolean, skip_multiline_encoding), updated_at = now()
         where id = ${u.id}
-        returning id, folder_id, key, version, value_blob, comment_blob, skip_multiline_encoding, immutable, created_at, updated_at`;
-      await sql`insert into secret_versions (id, secret_id, folder_id, key, version, value_blob, comment_blob, actor_type, actor_id)
-        values (${randomUUID()}, ${u.id}, ${row!.folderId}, ${u.key}, ${u.version}, ${u.valueBlob}, ${u.commentBlob}, ${u.actorType}, ${u.actorId})`;
+        returning ${sql.unsafe(COLUMNS)}`;
+      await sql`insert into secret_versions (id, secret_id, folder_id, key, version, value_blob, comment_blob, actor_type, actor_id, data_key_id)
+        values (${randomUUID()}, ${u.id}, ${row!.folderId}, ${u.key}, ${u.version}, ${u.valueBlob}, ${u.commentBlob}, ${u.actorType}, ${u.actorId}, ${u.dataKeyId})`;
       return row!;
     },
 
@@ -203,14 +216,16 @@ export function secretsStore(sql: Queryable) {
       immutable?: boolean;
       actorType: string;
       actorId: string | null;
+      /** The data key the blobs were sealed under. */
+      dataKeyId: string;
     }): Promise<SecretCipherRow> {
       const [row] = await sql<SecretCipherRow[]>`insert into secrets
-          (id, folder_id, key, version, value_blob, comment_blob, skip_multiline_encoding, immutable)
+          (id, folder_id, key, version, value_blob, comment_blob, skip_multiline_encoding, immutable, data_key_id)
         values (${s.id}, ${s.folderId}, ${s.key}, 1, ${s.valueBlob}, ${s.commentBlob},
-          ${s.skipMultilineEncoding ?? false}, ${s.immutable ?? false})
-        returning id, folder_id, key, version, value_blob, comment_blob, skip_multiline_encoding, immutable, created_at, updated_at`;
-      await sql`insert into secret_versions (id, secret_id, folder_id, key, version, value_blob, comment_blob, actor_type, actor_id)
-        values (${randomUUID()}, ${s.id}, ${s.folderId}, ${s.key}, 1, ${s.valueBlob}, ${s.commentBlob}, ${s.actorType}, ${s.actorId})`;
+          ${s.skipMultilineEncoding ?? false}, ${s.immutable ?? false}, ${s.dataKeyId})
+        returning ${sql.unsafe(COLUMNS)}`;
+      await sql`insert into secret_versions (id, secret_id, folder_id, key, version, value_blob, comment_blob, actor_type, actor_id, data_key_id)
+        values (${randomUUID()}, ${s.id}, ${s.folderId}, ${s.key}, 1, ${s.valueBlob}, ${s.commentBlob}, ${s.actorType}, ${s.actorId}, ${s.dataKeyId})`;
       return row!;
     },
   };

@@ -321,18 +321,21 @@ async function rotate(
   for (const p of projects) {
     const record = await s.projects.byId(p.id);
     if (!record) continue;
-    const items: { blob: Buffer; aad: string }[] = [];
+    // Grouped by the data key each row names (two while an online re-key of the project is unfinished).
+    const byKey = new Map<string, { wrapped: Buffer; items: { blob: Buffer; aad: string }[] }>();
     for (const env of record.environments) {
       const folders = await s.folders.subtree(env.id, '/');
       for (const r of await s.secrets.listByFolders(folders.map((f) => f.id))) {
         const at = { projectId: record.id, environmentId: env.id, folderId: r.folderId, secretId: r.id, key: r.key, version: r.version };
-        items.push({ blob: r.valueBlob, aad: secretAad('value', at) });
-        if (r.commentBlob) items.push({ blob: r.commentBlob, aad: secretAad('comment', at) });
+        const group = byKey.get(r.dataKeyId) ?? { wrapped: r.wrappedKey, items: [] };
+        byKey.set(r.dataKeyId, group);
+        group.items.push({ blob: r.valueBlob, aad: secretAad('value', at) });
+        if (r.commentBlob) group.items.push({ blob: r.commentBlob, aad: secretAad('comment', at) });
         secrets++;
       }
     }
-    if (items.length) {
-      await newOnly.openMany(record.wrappedDataKey, dataKeyAad(record.dataKeyId), items).catch((err: unknown) => {
+    for (const [keyId, group] of byKey) {
+      await newOnly.openMany(group.wrapped, dataKeyAad(keyId), group.items).catch((err: unknown) => {
         throw new CliError(`a secret of project '${record.slug}' does not open with the new key (${describe(err)})`);
       });
     }

@@ -3,6 +3,7 @@
 // goes through openSealed, so a blob that does not open is answered the same way
 // everywhere: a 500 DecryptionFailed that names the row, never a value or a guess.
 import type { Crypto } from '../../crypto/index.js';
+import type { TxStores } from '../../storage/index.js';
 import type { ProjectRecord } from '../../storage/projects.js';
 import { AppError } from '../errors.js';
 import { dataKeyAad } from './keyring.js';
@@ -27,6 +28,9 @@ export interface SealedItem {
   blob: Buffer;
   aad: string;
   owner: string;
+  /** The data key the blob is sealed under (its row's), and its wrapped bytes. */
+  dataKeyId: string;
+  wrappedKey: Buffer;
 }
 
 /** A row holding a sealed value and maybe a comment: a secret, or one version of it. */
@@ -36,6 +40,8 @@ export interface SealedRow {
   version: number;
   valueBlob: Buffer;
   commentBlob: Buffer | null;
+  dataKeyId: string;
+  wrappedKey: Buffer;
 }
 
 /** How a row is named in a DecryptionFailed message. */
@@ -57,9 +63,9 @@ export function sealedItems<R extends SealedRow>(
   const items: SealedItem[] = [];
   for (const r of rows) {
     const at = { projectId, environmentId, folderId: r.folderId, secretId: idOf(r), key: r.key, version: r.version };
-    const owner = ownerOf(r);
-    if (withValues) items.push({ blob: r.valueBlob, aad: secretAad('value', at), owner });
-    if (r.commentBlob) items.push({ blob: r.commentBlob, aad: secretAad('comment', at), owner });
+    const key = { owner: ownerOf(r), dataKeyId: r.dataKeyId, wrappedKey: r.wrappedKey };
+    if (withValues) items.push({ blob: r.valueBlob, aad: secretAad('value', at), ...key });
+    if (r.commentBlob) items.push({ blob: r.commentBlob, aad: secretAad('comment', at), ...key });
   }
   return items;
 }
@@ -77,19 +83,35 @@ export function valuesAndComments(rows: readonly SealedRow[], plain: readonly st
 }
 
 /**
- * Opens every item in one crypto task. A blob that does not open (altered in storage,
- * or copied from another row) is not bad input: it is a 500 DecryptionFailed naming its
- * row. A data key that does not unwrap is a 500 DecryptionFailed naming the project.
- * Any other failure (crypto unavailable: 503) passes through unchanged.
+ * Opens every item with the data key its row names: one crypto task per key (one, except
+ * while an online re-key of the project runs: then up to two, the old and the new). A
+ * blob that does not open (altered in storage, or copied from another row) is not bad
+ * input: it is a 500 DecryptionFailed naming its row. A data key that does not unwrap is
+ * a 500 DecryptionFailed naming the project. Any other failure (crypto unavailable: 503)
+ * passes through unchanged.
  */
-export async function openSealed(crypto: Pick<Crypto, 'openMany'>, project: ProjectRecord, items: SealedItem[]): Promise<string[]> {
+export async function openSealed(crypto: Pick<Crypto, 'openMany'>, project: Pick<ProjectRecord, 'id'>, items: SealedItem[]): Promise<string[]> {
   if (items.length === 0) return [];
+  const byKey = new Map<string, number[]>();
+  items.forEach((item, n) => {
+    const at = byKey.get(item.dataKeyId);
+    if (at) at.push(n);
+    else byKey.set(item.dataKeyId, [n]);
+  });
+  const out: string[] = new Array<string>(items.length);
+  // The positions of the group being opened, to name the row of an OPEN_FAILED.
+  let group: number[] = [];
   try {
-    return await crypto.openMany(project.wrappedDataKey, dataKeyAad(project.dataKeyId), items);
+    for (const [keyId, at] of byKey) {
+      group = at;
+      const plain = await crypto.openMany(items[at[0]!]!.wrappedKey, dataKeyAad(keyId), at.map((n) => items[n]!));
+      at.forEach((n, i) => (out[n] = plain[i]!));
+    }
+    return out;
   } catch (err) {
     const { code, index } = err as { code?: unknown; index?: unknown };
     if (code === 'OPEN_FAILED') {
-      const owner = typeof index === 'number' ? items[index]?.owner : undefined;
+      const owner = typeof index === 'number' ? items[group[index] ?? -1]?.owner : undefined;
       throw new AppError(
         'INTERNAL',
         `Stored ${owner ?? 'secret'} could not be decrypted: its stored data was altered or belongs to another secret`,
@@ -105,15 +127,41 @@ export async function openSealed(crypto: Pick<Crypto, 'openMany'>, project: Proj
   }
 }
 
-/** Seals one version's value (and comment, when there is one) in one task. */
-export async function sealVersion(crypto: Pick<Crypto, 'sealMany'>, project: ProjectRecord, at: SealedAt, value: string, comment: string | undefined) {
-  const items = [{ plaintext: value, aad: secretAad('value', at) }];
-  if (comment) items.push({ plaintext: comment, aad: secretAad('comment', at) });
-  const [valueBlob, commentBlob] = await crypto.sealMany(project.wrappedDataKey, dataKeyAad(project.dataKeyId), items);
-  return { valueBlob: valueBlob!, commentBlob: commentBlob ?? null };
+/**
+ * The project's current data key, read and held inside the write's transaction (see
+ * storage projects.sealingKey): never the cached record's, which an online re-key may
+ * have replaced. The rows written must name it (dataKeyId).
+ */
+export async function sealingKey(s: Pick<TxStores, 'projects'>, project: Pick<ProjectRecord, 'id'>): Promise<{ id: string; wrapped: Buffer }> {
+  const key = await s.projects.sealingKey(project.id);
+  // Deleted since it was authorised: as if it had not been found.
+  if (!key) throw new AppError('NOT_FOUND', `Project with ID '${project.id}' not found`);
+  return key;
 }
 
-/** Seals many values (and comments) of one project in one task, in order. */
-export function sealMany(crypto: Pick<Crypto, 'sealMany'>, project: ProjectRecord, items: { plaintext: string; aad: string }[]): Promise<Buffer[]> {
-  return crypto.sealMany(project.wrappedDataKey, dataKeyAad(project.dataKeyId), items);
+/** Seals one version's value (and comment, when there is one) in one task, under the project's current data key. */
+export async function sealVersion(
+  crypto: Pick<Crypto, 'sealMany'>,
+  s: Pick<TxStores, 'projects'>,
+  project: Pick<ProjectRecord, 'id'>,
+  at: SealedAt,
+  value: string,
+  comment: string | undefined,
+) {
+  const key = await sealingKey(s, project);
+  const items = [{ plaintext: value, aad: secretAad('value', at) }];
+  if (comment) items.push({ plaintext: comment, aad: secretAad('comment', at) });
+  const [valueBlob, commentBlob] = await crypto.sealMany(key.wrapped, dataKeyAad(key.id), items);
+  return { valueBlob: valueBlob!, commentBlob: commentBlob ?? null, dataKeyId: key.id };
+}
+
+/** Seals many values (and comments) of one project in one task, in order, under its current data key. */
+export async function sealMany(
+  crypto: Pick<Crypto, 'sealMany'>,
+  s: Pick<TxStores, 'projects'>,
+  project: Pick<ProjectRecord, 'id'>,
+  items: { plaintext: string; aad: string }[],
+): Promise<{ blobs: Buffer[]; dataKeyId: string }> {
+  const key = await sealingKey(s, project);
+  return { blobs: await crypto.sealMany(key.wrapped, dataKeyAad(key.id), items), dataKeyId: key.id };
 }

@@ -105,8 +105,8 @@ export function secretVersionsDomain(deps: SecretVersionsDeps) {
         const comment = opened.comments[0]!;
         const next = cur.version + 1;
         const at = { projectId: project.id, environmentId: env.id, folderId: cur.folderId, secretId: cur.id, key: old.key, version: next };
-        const { valueBlob, commentBlob } = await sealVersion(crypto, project, at, value, comment);
-        const row = await s.secrets.update({ id: cur.id, key: old.key, version: next, valueBlob, commentBlob, ...auditActor(actor) });
+        const { valueBlob, commentBlob, dataKeyId } = await sealVersion(crypto, s, project, at, value, comment);
+        const row = await s.secrets.update({ id: cur.id, key: old.key, version: next, valueBlob, commentBlob, dataKeyId, ...auditActor(actor) });
         await s.folders.bumpVersion(cur.folderId);
         await audit({
           eventType: 'restore-secret-version',

@@ -292,9 +292,10 @@ export function secretsDomain(deps: SecretsDeps) {
         const folder = await folderForWrite(s, env, path);
         if (await s.secrets.byKey(folder.id, key)) throw new AppError('BAD_REQUEST', 'Secret already exists');
         const at = { projectId: project.id, environmentId: env.id, folderId: folder.id, secretId: id, key, version: 1 };
-        const { valueBlob, commentBlob } = await sealVersion(crypto, project, at, input.value, input.comment);
+        const { valueBlob, commentBlob, dataKeyId } = await sealVersion(crypto, s, project, at, input.value, input.comment);
         const inserted = await s.secrets.insert({
           id,
+          dataKeyId,
           folderId: folder.id,
           key,
           valueBlob,
@@ -329,9 +330,10 @@ export function secretsDomain(deps: SecretsDeps) {
         const comment = input.comment ?? comments[0]!;
         const version = cur.version + 1;
         const at = { projectId: project.id, environmentId: env.id, folderId: folder.id, secretId: cur.id, key: newKey, version };
-        const { valueBlob, commentBlob } = await sealVersion(crypto, project, at, value, comment);
+        const { valueBlob, commentBlob, dataKeyId } = await sealVersion(crypto, s, project, at, value, comment);
         const row = await s.secrets.update({
           id: cur.id,
+          dataKeyId,
           key: newKey,
           version,
           valueBlob,
@@ -435,7 +437,7 @@ export function secretsDomain(deps: SecretsDeps) {
           plain.push({ plaintext: x.value, aad: secretAad('value', at) });
           if (x.comment) plain.push({ plaintext: x.comment, aad: secretAad('comment', at) });
         }
-        const blobs = await sealMany(crypto, project, plain);
+        const { blobs, dataKeyId } = await sealMany(crypto, s, project, plain);
         let i = 0;
         const toInsert = items.map((x) => ({
           id: x.id,
@@ -445,7 +447,7 @@ export function secretsDomain(deps: SecretsDeps) {
           commentBlob: x.comment ? blobs[i++]! : null,
           skipMultilineEncoding: x.skipMultilineEncoding,
         }));
-        const inserted = await s.secrets.insertMany(toInsert, auditActor(actor));
+        const inserted = await s.secrets.insertMany(toInsert, auditActor(actor), dataKeyId);
         await s.folders.bumpVersion(folder.id);
         for (const x of items) {
           await audit({

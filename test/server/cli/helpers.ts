@@ -132,20 +132,13 @@ export async function readAll(services: Services): Promise<Map<string, StoredSec
       const folders = await store.folders.subtree(env.id, '/');
       const pathOf = new Map(folders.map((f) => [f.id, f.path]));
       const rows = await store.secrets.listByFolders(folders.map((f) => f.id));
-      const items = rows.flatMap((r) => {
-        const at = { projectId: project.id, environmentId: env.id, folderId: r.folderId, secretId: r.id, key: r.key, version: r.version };
-        return [
-          { blob: r.valueBlob, aad: secretAad('value', at) },
-          ...(r.commentBlob ? [{ blob: r.commentBlob, aad: secretAad('comment', at) }] : []),
-        ];
-      });
-      const plain = items.length ? await crypto.openMany(project.wrappedDataKey, dataKeyAad(project.dataKeyId), items) : [];
-      let i = 0;
       for (const r of rows) {
-        const value = plain[i++]!;
-        const comment = r.commentBlob ? plain[i++]! : '';
+        // Each row with the data key it names (during an online rekey, old and new coexist).
+        const at = { projectId: project.id, environmentId: env.id, folderId: r.folderId, secretId: r.id, key: r.key, version: r.version };
+        const items = [{ blob: r.valueBlob, aad: secretAad('value', at) }, ...(r.commentBlob ? [{ blob: r.commentBlob, aad: secretAad('comment', at) }] : [])];
+        const [value, comment = ''] = await crypto.openMany(r.wrappedKey, dataKeyAad(r.dataKeyId), items);
         const path = pathOf.get(r.folderId)!;
-        out.set(`${project.slug}/${env.slug}${path === '/' ? '' : path}/${r.key}`, { value, comment, version: r.version, immutable: r.immutable });
+        out.set(`${project.slug}/${env.slug}${path === '/' ? '' : path}/${r.key}`, { value: value!, comment, version: r.version, immutable: r.immutable });
       }
     }
   }

@@ -93,26 +93,57 @@ t.test('rekey: fresh data keys, everything reads back, old keys gone and useless
   t.equal(events[0]!.n, 3, 'one audit entry per project');
 });
 
-t.test('rekey killed half-way: the next run finishes it, nothing lost', async (t) => {
+t.test('rekey killed half-way through a project: old and new keys coexist and read, the next run finishes it, nothing lost', async (t) => {
   const f = await fixture(t, 'postgres');
   const before = await projectKeys(f);
-  const cli = spawnCliWithHooks(['rekey'], f.env, { pauseAt: 1 });
+  const history = await readVersions(t, f);
+  // --batch-size 2: homelab (14 secrets, 14 versions) moves in 14 batches. Step 1 is its
+  // start, steps 2 and 3 its first two batches: killed there, it is half-way.
+  const cli = spawnCliWithHooks(['rekey', '--batch-size', '2'], f.env, { pauseAt: 3 });
   await cli.stderrMatch(/^paused$/m);
   cli.child.kill('SIGKILL');
   t.equal((await cli.exit).signal, 'SIGKILL');
-  const mid = await projectKeys(f);
-  t.equal(mid.filter((m) => !before.some((b) => b.dataKeyId === m.dataKeyId)).length, 1, 'one project done, two untouched');
-  await assertOpensWith(t, f, f.env.ENCRYPTION_KEY!, 'between the runs');
-  const again = await runCli(['rekey'], f.env);
+  const homelab = before.find((b) => b.projectId === f.seeded.projectId)!;
+  const [mid] = await withDatabase(f.env, (sql) => sql<{ dataKeyId: string; previousDataKeyId: string | null }[]>`
+    select data_key_id, previous_data_key_id from projects where id = ${homelab.projectId}`);
+  t.equal(mid!.previousDataKeyId, homelab.dataKeyId, 'homelab is half-way: its old key is kept as the previous one');
+  t.not(mid!.dataKeyId, homelab.dataKeyId, 'and a new key is current');
+  const split = await withDatabase(f.env, (sql) => sql<{ dataKeyId: string; n: number }[]>`
+    select data_key_id, count(*)::int as n from (select data_key_id from secrets union all select data_key_id from secret_versions) r
+    where data_key_id in (${homelab.dataKeyId}, ${mid!.dataKeyId}) group by data_key_id order by n`);
+  t.same(split.map((r) => [r.dataKeyId, r.n]), [[mid!.dataKeyId, 4], [homelab.dataKeyId, 24]], 'two batches of 2 rows moved, 24 rows still under the old key');
+  const others = (await projectKeys(f)).filter((k) => k.projectId !== homelab.projectId);
+  t.ok(others.every((o) => before.some((b) => b.dataKeyId === o.dataKeyId)), 'the two other projects are untouched');
+  await assertOpensWith(t, f, f.env.ENCRYPTION_KEY!, 'between the runs (rows under both keys)');
+  const again = await runCli(['rekey', '--batch-size', '2'], f.env);
   t.equal(again.code, 0, again.stderr);
   t.match(again.stderr, /resuming the unfinished run/);
-  t.match(again.stdout, /re-keyed 2 projects/);
+  t.match(again.stdout, /re-keyed 3 projects/);
   const after = await projectKeys(f);
   t.ok(after.every((a) => !before.some((b) => b.dataKeyId === a.dataKeyId)), 'every project has a new key');
+  const left = await withDatabase(f.env, (sql) => sql`select id from crypto_keys where id = any(${before.map((b) => b.dataKeyId)}::uuid[])
+    union all select id from projects where previous_data_key_id is not null`);
+  t.equal(left.length, 0, 'the old data keys are deleted, and no project is left half-way');
   await assertOpensWith(t, f, f.env.ENCRYPTION_KEY!, 'after the second run');
+  t.same(await readVersions(t, f), history, 'every version of every secret reads back identical, comments too');
   await assertOldKeysUseless(t, f, before);
   const third = await runCli(['rekey'], f.env);
   t.match(third.stdout, /re-keyed 3 projects/, 'a later run is a new run');
+});
+
+t.test('rekey failing in a batch: nothing half-written, the next run finishes', async (t) => {
+  const f = await fixture(t, 'postgres');
+  const before = await projectKeys(f);
+  const history = await readVersions(t, f);
+  const failed = await spawnCliWithHooks(['rekey', '--batch-size', '5'], f.env, { failAt: 2 }).exit;
+  t.equal(failed.code, 1, 'the command fails');
+  t.match(failed.stderr, /fault injected by the test at step 2/);
+  await assertOpensWith(t, f, f.env.ENCRYPTION_KEY!, 'after the failure');
+  const again = await runCli(['rekey'], f.env);
+  t.equal(again.code, 0, again.stderr);
+  t.match(again.stderr, /resuming the unfinished run/);
+  t.same(await readVersions(t, f), history, 'every version reads back identical');
+  await assertOldKeysUseless(t, f, before);
 });
 
 t.test('rekey and audit-verify with the root key in a PKCS#11 token (SoftHSM2)', { skip: !softhsmAvailable() }, async (t) => {

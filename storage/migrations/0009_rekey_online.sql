@@ -1,0 +1,29 @@
+-- Online re-keying (vault-standalone rekey while the service serves).
+--
+-- Every sealed row names the data key that sealed it, so rows under a project's old
+-- and new data keys coexist while a re-key runs. The foreign key is what makes "the old
+-- data key is destroyed only when no row uses it" hold: deleting a crypto_keys row that
+-- a secret or a version still names fails (and a writer that sealed under a key holds
+-- it against deletion until it commits).
+alter table secrets add column data_key_id uuid references crypto_keys (id);
+alter table secret_versions add column data_key_id uuid references crypto_keys (id);
+
+update secrets s set data_key_id = p.data_key_id
+  from folders f join environments e on e.id = f.environment_id join projects p on p.id = e.project_id
+  where f.id = s.folder_id;
+update secret_versions v set data_key_id = p.data_key_id
+  from folders f join environments e on e.id = f.environment_id join projects p on p.id = e.project_id
+  where f.id = v.folder_id;
+
+-- No default: a writer that does not name the key it sealed with (an older replica
+-- during a rolling update) fails to write rather than leaving an unreadable row.
+alter table secrets alter column data_key_id set not null;
+alter table secret_versions alter column data_key_id set not null;
+create index secrets_data_key on secrets (data_key_id);
+create index secret_versions_data_key on secret_versions (data_key_id);
+
+-- While a project is being re-keyed: the key its rows are moving away from. New values
+-- are sealed under data_key_id; the re-key moves the rest, then clears this and deletes
+-- the key.
+alter table projects add column previous_data_key_id uuid references crypto_keys (id);
+
