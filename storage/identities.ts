@@ -52,6 +52,8 @@ export interface ClientSecretRow {
   identityId: string;
   prefix: string;
   secretHash: Buffer;
+  /** The MAC key version (a system key) the hash was made with. */
+  macKeyId: string;
   description: string;
   ttl: number;
   numUses: number;
@@ -63,7 +65,7 @@ export interface ClientSecretRow {
 }
 
 /** A client secret as listed: never its hash. */
-export type ClientSecretInfo = Omit<ClientSecretRow, 'secretHash'>;
+export type ClientSecretInfo = Omit<ClientSecretRow, 'secretHash' | 'macKeyId'>;
 
 export interface IdentityListRow extends IdentityRow {
   hasUniversalAuth: boolean;
@@ -204,20 +206,38 @@ export function identitiesStore(sql: Queryable) {
         where identity_id = ${identityId}`;
     },
 
-    async insertClientSecret(c: { identityId: string; prefix: string; secretHash: Buffer; description?: string; ttl?: number; numUsesLimit?: number }): Promise<ClientSecretRow> {
+    async insertClientSecret(c: {
+      identityId: string;
+      prefix: string;
+      secretHash: Buffer;
+      macKeyId: string;
+      description?: string;
+      ttl?: number;
+      numUsesLimit?: number;
+    }): Promise<ClientSecretRow> {
       const [row] = await sql<ClientSecretRow[]>`insert into identity_client_secrets
-          (id, identity_id, prefix, secret_hash, description, ttl, num_uses_limit)
-        values (${randomUUID()}, ${c.identityId}, ${c.prefix}, ${c.secretHash}, ${c.description ?? ''}, ${c.ttl ?? 0}, ${c.numUsesLimit ?? 0})
+          (id, identity_id, prefix, secret_hash, mac_key_id, description, ttl, num_uses_limit)
+        values (${randomUUID()}, ${c.identityId}, ${c.prefix}, ${c.secretHash}, ${c.macKeyId}, ${c.description ?? ''}, ${c.ttl ?? 0}, ${c.numUsesLimit ?? 0})
         returning *`;
       return row!;
     },
 
-    /** Client secrets that may still log in: not revoked, not expired, uses left. */
-    async usableClientSecrets(identityId: string): Promise<ClientSecretRow[]> {
-      return sql<ClientSecretRow[]>`select * from identity_client_secrets
+    /**
+     * Client secrets that may still log in: not revoked, not expired, uses left; each with
+     * the wrapped bytes of the MAC key version its hash was made with.
+     */
+    async usableClientSecrets(identityId: string): Promise<(ClientSecretRow & { macKeyWrapped: Buffer })[]> {
+      return sql<(ClientSecretRow & { macKeyWrapped: Buffer })[]>`select s.*,
+          (select k.wrapped from crypto_keys k where k.id = s.mac_key_id) as mac_key_wrapped
+        from identity_client_secrets s
         where identity_id = ${identityId} and not is_revoked
           and (ttl = 0 or created_at + make_interval(secs => ttl) > now())
           and (num_uses_limit = 0 or num_uses < num_uses_limit)`;
+    },
+
+    /** A successful login under an older MAC key version: the hash made again under the current one. */
+    async remacClientSecret(id: string, macKeyId: string, secretHash: Buffer): Promise<void> {
+      await sql`update identity_client_secrets set secret_hash = ${secretHash}, mac_key_id = ${macKeyId} where id = ${id}`;
     },
 
     /** Counts a use atomically; false when the secret was revoked or used up meanwhile. */

@@ -85,6 +85,41 @@ export function keysStore(sql: Queryable) {
     async updateWrapped(id: string, rootKeyVersion: number, wrapped: Buffer): Promise<void> {
       await sql`update crypto_keys set wrapped = ${wrapped}, root_key_version = ${rootKeyVersion} where id = ${id}`;
     },
+    /** The current client-secret MAC key: the system key the canary is sealed with. */
+    async currentMacKey(): Promise<{ id: string; wrapped: Buffer } | undefined> {
+      const [row] = await sql<{ id: string; wrapped: Buffer }[]>`select k.id, k.wrapped from crypto_canary c
+        join crypto_keys k on k.id = c.key_id where c.id = 1`;
+      return row;
+    },
+    /** The canary, locked for the rest of the transaction (rekey replaces it). */
+    async canaryForUpdate(): Promise<CanaryRow | undefined> {
+      const [row] = await sql<CanaryRow[]>`select key_id, blob from crypto_canary where id = 1 for update`;
+      return row;
+    },
+    /** rekey: the canary sealed under a new system key. */
+    async replaceCanary(keyId: string, blob: Buffer): Promise<void> {
+      await sql`update crypto_canary set key_id = ${keyId}, blob = ${blob}, created_at = now() where id = 1`;
+    },
+    /**
+     * rekey: system keys that are neither the canary's nor named by any client secret
+     * (old MAC key versions nothing uses any more) are deleted. Returns how many, and how
+     * many client secrets still name an older version.
+     */
+    async retireMacKeys(): Promise<{ deleted: number; secretsOnOldKeys: number }> {
+      // Secrets that can never log in again (revoked, expired, used up) do not keep an old
+      // key alive: their hash is replaced by zeros (never a MAC) under the current key.
+      await sql`update identity_client_secrets set secret_hash = ${Buffer.alloc(32)},
+          mac_key_id = (select key_id from crypto_canary where id = 1)
+        where mac_key_id <> (select key_id from crypto_canary where id = 1)
+          and (is_revoked or (ttl > 0 and created_at + make_interval(secs => ttl) <= now())
+            or (num_uses_limit > 0 and num_uses >= num_uses_limit))`;
+      const deleted = await sql`delete from crypto_keys k where k.purpose = 'system'
+        and k.id <> (select key_id from crypto_canary where id = 1)
+        and not exists (select 1 from identity_client_secrets s where s.mac_key_id = k.id) returning k.id`;
+      const [left] = await sql<{ n: number }[]>`select count(*)::int as n from identity_client_secrets
+        where mac_key_id <> (select key_id from crypto_canary where id = 1)`;
+      return { deleted: deleted.length, secretsOnOldKeys: left!.n };
+    },
     async canary(): Promise<CanaryRow | undefined> {
       const [row] = await sql<CanaryRow[]>`select key_id, blob from crypto_canary where id = 1`;
       return row;

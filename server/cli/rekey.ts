@@ -37,12 +37,13 @@ import { migrate } from '../../storage/migrate.js';
 import { rootKeySpec } from '../config.js';
 import { AuditTrailError, loadAuditKey } from '../domain/audit.js';
 import { topics } from '../domain/caches.js';
-import { dataKeyAad, openKeyring } from '../domain/keyring.js';
+import { dataKeyAad, openKeyring, rekeyMacKey } from '../domain/keyring.js';
 import { secretAad } from '../domain/secrets.js';
 import { CliError, EXIT_OK, parse, refuseKeyLikeArguments, UsageError, type CommandHooks, type Command, type Context } from './command.js';
 import { describeTarget, databaseTarget, openDatabase, serviceConfig } from './database.js';
 
 const HELP = `Usage: vault-standalone rekey [--batch-size N]
+       vault-standalone rekey --retire-mac-keys
 
 Gives every project a fresh random data key: every value and comment of every
 version is re-encrypted under it (and verified with it), then the old data key is
@@ -54,6 +55,14 @@ Use it after an incident where the root key (ENCRYPTION_KEY or the token) and a
 database backup may both have leaked: rotate-key first (a new root key, service
 stopped), then rekey (new data keys), so that backup and old key open nothing
 written afterwards. See docs/operations.md, "Which rotation for which incident".
+
+The same run gives client secrets a new MAC key version (the canary is sealed again
+under a fresh system key, which becomes the current MAC key). Each client secret keeps
+the version its hash was made with until its next successful login, which re-MACs it
+under the current one; an old version is deleted once no usable client secret names
+it (revoked, expired and used-up secrets are neutralised so they do not keep it).
+--retire-mac-keys only does that deletion (run it later, e.g. after every client
+has logged in once) and reports how many secrets still name an old version.
 
 With REDIS_URL set (as the service has it), the replicas are told to drop what they
 cached of each project as it moves; without it they forget within a minute.
@@ -101,7 +110,7 @@ export const rekey: Command = {
   help: HELP,
   async run(argv: string[], { env, io, hooks }: Context): Promise<number> {
     refuseKeyLikeArguments(argv);
-    const o = parse(argv, { 'batch-size': { type: 'string' } });
+    const o = parse(argv, { 'batch-size': { type: 'string' }, 'retire-mac-keys': { type: 'boolean' } });
     if (o.help) {
       io.out(HELP);
       return EXIT_OK;
@@ -131,6 +140,11 @@ export const rekey: Command = {
         ? await redisBus(config.redisUrl, { namespace, waitMs: config.dbWaitMs, log: (m) => io.err(`warning: redis: ${m}`) })
         : memoryBus();
 
+      if (o['retire-mac-keys']) {
+        await retireMacKeys(store, crypto, io);
+        return EXIT_OK;
+      }
+
       const lastRun = async () =>
         (await db.sql<{ id: string; at: Date; eventType: string }[]>`select id, at, event_type from audit_log
           where event_type in ('rekey-started', 'rekey-finished') order by id desc limit 1`)[0];
@@ -143,6 +157,17 @@ export const rekey: Command = {
       }
       const startedAt = last!.at;
       const run: Run = { store, crypto, bus, hooks, batchSize, steps: 0, blobs: 0 };
+      // The client-secret MAC key: a new version, unless this run made one already.
+      const macKeyAge = (await db.sql<{ createdAt: Date }[]>`select k.created_at from crypto_canary c
+        join crypto_keys k on k.id = c.key_id where c.id = 1`)[0]!.createdAt;
+      if (macKeyAge < startedAt) {
+        await store.transaction(async (s) => {
+          const { from, to } = await rekeyMacKey(s, crypto!);
+          await appendSystem(s, crypto!, 'rekey-mac-key', { previousKeyId: from, keyId: to });
+        });
+        await committed(run);
+        io.err('client secrets: a new MAC key version is current (each secret moves to it at its next login)');
+      }
       const todo = await db.sql<{ id: string }[]>`select p.id from projects p join crypto_keys k on k.id = p.data_key_id
         where k.created_at < ${startedAt} or p.previous_data_key_id is not null order by p.created_at, p.id`;
       let projects = 0;
@@ -152,6 +177,7 @@ export const rekey: Command = {
       await store.transaction(async (s) =>
         appendSystem(s, crypto!, 'rekey-finished', { projects, blobsReencrypted: run.blobs }),
       );
+      await retireMacKeys(store, crypto, io);
       io.out(`re-keyed ${projects} project${projects === 1 ? '' : 's'} (${run.blobs} values and comments re-encrypted; old data keys deleted)`);
       return EXIT_OK;
     } finally {
@@ -161,6 +187,19 @@ export const rekey: Command = {
     }
   },
 };
+
+/** Deletes MAC key versions no usable client secret names any more; says how many secrets still hold an old one. */
+async function retireMacKeys(store: Store, crypto: Crypto, io: Context['io']) {
+  const r = await store.transaction(async (s) => {
+    const out = await s.keys.retireMacKeys();
+    if (out.deleted > 0) await appendSystem(s, crypto, 'rekey-mac-keys-retired', { deleted: out.deleted, secretsOnOldKeys: out.secretsOnOldKeys });
+    return out;
+  });
+  io.err(
+    `client secrets: ${r.deleted} old MAC key version${r.deleted === 1 ? '' : 's'} deleted; ${r.secretsOnOldKeys} usable secret${r.secretsOnOldKeys === 1 ? '' : 's'} ` +
+      'still on an older version (moved at their next login; run rekey --retire-mac-keys later to delete it then)',
+  );
+}
 
 async function appendSystem(s: TxStores, crypto: Crypto, eventType: string, metadata: Record<string, string | number>, key?: AuditKey) {
   await auditStore(s.tx, key ?? (await loadAuditKey(s, crypto))).append(s.tx, { actorType: 'system', actorId: null, eventType, metadata });

@@ -16,7 +16,7 @@ import { validateName } from './text.js';
 
 export interface IdentitiesDeps {
   store: { identities: Pick<Store['identities'], 'byIdWithAuth' | 'listByOrg' | 'universalAuthByIdentity' | 'listClientSecrets' | 'clientSecretInfo'>; organizations: Pick<Store['organizations'], 'ensureDefault'> };
-  keyring: Pick<Keyring, 'macClientSecret'>;
+  keyring: Pick<Keyring, 'macCurrent'>;
   changes: Pick<WritePipeline, 'inOrganization'>;
 }
 
@@ -213,13 +213,14 @@ export function identitiesDomain(deps: IdentitiesDeps) {
       const description = (opts.description ?? '').trim();
       if (description.length > 256) throw new AppError('VALIDATION', 'description must be at most 256 characters');
       const clientSecret = randomBytes(32).toString('hex');
-      const secretHash = await keyring.macClientSecret(clientSecret);
+      const { keyId: macKeyId, mac: secretHash } = await keyring.macCurrent(clientSecret);
       const row = await grant.run(async ({ s, audit }) => {
         const ua = await universalAuthOf(s, identityId);
-        const { secretHash: _hash, ...r } = await s.identities.insertClientSecret({
+        const { secretHash: _hash, macKeyId: _key, ...r } = await s.identities.insertClientSecret({
           identityId: ua.identityId,
           prefix: clientSecret.slice(0, 4),
           secretHash,
+          macKeyId,
           description,
           ttl: opts.ttl,
           numUsesLimit: opts.numUsesLimit,

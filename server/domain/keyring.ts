@@ -1,9 +1,9 @@
 // Start-up key checks and the instance's system key. The canary is a blob sealed with
 // the system key at first start; if it does not open, ENCRYPTION_KEY is not the key
 // this database was written with, and the service must not start.
-import { randomUUID } from 'node:crypto';
+import { randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Crypto } from '../../crypto/index.js';
-import type { Store } from '../../storage/index.js';
+import type { Store, TxStores } from '../../storage/index.js';
 
 const CANARY_AAD = 'vault-standalone:canary:v1';
 const CANARY_TEXT = 'vault-standalone canary v1';
@@ -23,11 +23,37 @@ export class WrongEncryptionKeyError extends Error {
 /** The AAD binding a wrapped data key to its row. */
 export const dataKeyAad = (keyId: string) => `vault-standalone:data-key:${keyId}`;
 
-export interface Keyring {
-  /** Keyed hash of a machine client secret, computed in the crypto workers. */
-  macClientSecret(secret: string): Promise<Buffer>;
+/** A MAC key version: the system key it is derived from (crypto_keys row, purpose 'system'). */
+export interface MacKey {
+  id: string;
+  wrapped: Buffer;
 }
 
+export interface Keyring {
+  /** Keyed hash of a machine client secret under the current MAC key, computed in the crypto workers. */
+  macClientSecret(secret: string): Promise<Buffer>;
+  /** The same, with the MAC key version it was made under (what a client secret row records). */
+  macCurrent(secret: string): Promise<{ keyId: string; mac: Buffer }>;
+  /**
+   * The candidate whose stored hash is the secret's MAC under the candidate's own MAC key
+   * version (`current` is the secret's MAC under the current version, computed already).
+   * Every candidate is compared: no early exit that times the position.
+   */
+  findClientSecret<C extends { secretHash: Buffer; macKeyId: string; macKeyWrapped: Buffer }>(
+    secret: string,
+    candidates: readonly C[],
+    current: { keyId: string; mac: Buffer },
+  ): Promise<C | undefined>;
+}
+
+/**
+ * The client-secret MAC key is versioned: it is the system key the canary is sealed
+ * with, and `rekey` replaces both (rekeyMacKey). Each client secret row names the key its
+ * hash was made with (identity_client_secrets.mac_key_id); a login verifies under that
+ * version and, when it is not the current one, the hash is re-made under the current one
+ * (machineAuth). The current version is read from the database for each MAC (one small
+ * query), so every replica follows a re-key at once.
+ */
 export async function openKeyring(store: Store, crypto: Crypto): Promise<Keyring> {
   let canary = await store.keys.canary();
   if (!canary) {
@@ -56,7 +82,47 @@ export async function openKeyring(store: Store, crypto: Crypto): Promise<Keyring
     }
     throw err;
   }
-  return {
-    macClientSecret: (secret) => crypto.mac(systemKey.wrapped, keyAad, secret),
+  const macUnder = (key: MacKey, secret: string) => crypto.mac(key.wrapped, dataKeyAad(key.id), secret);
+  const current = async (): Promise<MacKey> => {
+    const key = await store.keys.currentMacKey();
+    if (!key) throw new Error('the canary names a system key that does not exist');
+    return key;
   };
+  const macCurrent = async (secret: string) => {
+    const key = await current();
+    return { keyId: key.id, mac: await macUnder(key, secret) };
+  };
+  return {
+    macClientSecret: async (secret) => (await macCurrent(secret)).mac,
+    macCurrent,
+    async findClientSecret(secret, candidates, now) {
+      const macs = new Map<string, Buffer>([[now.keyId, now.mac]]);
+      for (const c of candidates) {
+        if (!macs.has(c.macKeyId)) macs.set(c.macKeyId, await macUnder({ id: c.macKeyId, wrapped: c.macKeyWrapped }, secret));
+      }
+      let match: (typeof candidates)[number] | undefined;
+      for (const c of candidates) {
+        const mac = macs.get(c.macKeyId)!;
+        if (c.secretHash.length === mac.length && timingSafeEqual(c.secretHash, mac)) match = c;
+      }
+      return match;
+    },
+  };
+}
+
+/**
+ * rekey: a new MAC key version. A fresh system key becomes the canary's (the canary is
+ * sealed again under it), which makes it the current MAC key for every replica. The old
+ * system key stays while client secrets still name it (their next login re-MACs them);
+ * retireMacKeys deletes it once none does. Returns the new key's id.
+ */
+export async function rekeyMacKey(s: TxStores, crypto: Crypto): Promise<{ from: string; to: string }> {
+  const canary = await s.keys.canaryForUpdate();
+  if (!canary) throw new Error('the canary is missing: start the service once first');
+  const id = randomUUID();
+  const wrapped = await crypto.generateDataKey(dataKeyAad(id));
+  await s.keys.insert({ id, purpose: 'system', rootKeyVersion: crypto.rootKeyVersion, wrapped });
+  const [blob] = await crypto.sealMany(wrapped, dataKeyAad(id), [{ plaintext: CANARY_TEXT, aad: CANARY_AAD }]);
+  await s.keys.replaceCanary(id, blob!);
+  return { from: canary.keyId, to: id };
 }

@@ -1,6 +1,6 @@
 // Universal Auth: client credentials in, a revocable access token out; and the
 // authentication of every machine request that carries one.
-import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Store } from '../../storage/index.js';
 import type { AccessTokenState, TrustedIp } from '../../storage/identities.js';
 import type { IdentityTokens } from '../auth/tokens.js';
@@ -52,7 +52,7 @@ export interface MachineAuthDeps {
       'universalAuthByClientId' | 'universalAuthByIdentity' | 'liveAccessToken'
     >;
   };
-  keyring: Pick<Keyring, 'macClientSecret'>;
+  keyring: Pick<Keyring, 'macCurrent' | 'findClientSecret'>;
   tokens: IdentityTokens;
   caches: Pick<Caches, 'accessTokens'>;
   changes: Pick<WritePipeline, 'byCaller'>;
@@ -142,7 +142,7 @@ export function machineAuth(deps: MachineAuthDeps) {
       // The MAC is computed even for an unknown client id, so both failures cost the same.
       const [found, mac] = await Promise.all([
         isUuid(input.clientId) ? store.identities.universalAuthByClientId(input.clientId.toLowerCase()) : undefined,
-        keyring.macClientSecret(input.clientSecret),
+        keyring.macCurrent(input.clientSecret),
       ]);
       if (!found) throw invalidCredentials();
       if (!ipAllowed(found.clientSecretTrustedIps, input.ip)) throw ipNotAllowed();
@@ -158,9 +158,8 @@ export function machineAuth(deps: MachineAuthDeps) {
         // Checked again on the row as it is now (a PATCH may have committed meanwhile).
         if (!ipAllowed(ua.clientSecretTrustedIps, input.ip)) throw ipNotAllowed();
         const candidates = await s.identities.usableClientSecrets(ua.identityId);
-        let match: (typeof candidates)[number] | undefined;
-        // Compare against every candidate: no early exit that times the position.
-        for (const c of candidates) if (c.secretHash.length === mac.length && timingSafeEqual(c.secretHash, mac)) match = c;
+        // Each candidate under the MAC key version it names; every one is compared.
+        const match = await keyring.findClientSecret(input.clientSecret, candidates, mac);
         // Failed logins are not written to the audit trail (anyone could fill it with
         // them); the claim made above stays, and counts towards the lockout.
         if (!match) return { failed: true } as const;
@@ -176,9 +175,12 @@ export function machineAuth(deps: MachineAuthDeps) {
           numUsesLimit: ua.accessTokenNumUsesLimit,
         });
         await s.identities.clearLoginFailures(ua.identityId);
+        // Made under an older MAC key version (before a rekey): made again under the current one.
+        const remac = match.macKeyId !== mac.keyId;
+        if (remac) await s.identities.remacClientSecret(secretId, mac.keyId, mac.mac);
         await audit({
           eventType: 'login-identity-universal-auth',
-          metadata: { identityId: ua.identityId, clientId: ua.clientId, clientSecretId: secretId, accessTokenId: tokenId },
+          metadata: { identityId: ua.identityId, clientId: ua.clientId, clientSecretId: secretId, accessTokenId: tokenId, ...(remac ? { macKeyUpgraded: true } : {}) },
         });
         return { ua, secretId, expiresAt } as const;
       });

@@ -27,3 +27,11 @@ create index secret_versions_data_key on secret_versions (data_key_id);
 -- the key.
 alter table projects add column previous_data_key_id uuid references crypto_keys (id);
 
+-- The client-secret MAC key is versioned: each client secret names the key its hash was
+-- made with (a system key; the current one is the canary's, see server/domain/keyring.ts).
+-- A login verifies under that version and re-MACs under the current one; rekey deletes an
+-- old version once no client secret names it.
+alter table identity_client_secrets add column mac_key_id uuid references crypto_keys (id);
+update identity_client_secrets set mac_key_id = (select key_id from crypto_canary where id = 1);
+alter table identity_client_secrets alter column mac_key_id set not null;
+create index identity_client_secrets_mac_key on identity_client_secrets (mac_key_id);

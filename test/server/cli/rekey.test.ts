@@ -97,9 +97,10 @@ t.test('rekey killed half-way through a project: old and new keys coexist and re
   const f = await fixture(t, 'postgres');
   const before = await projectKeys(f);
   const history = await readVersions(t, f);
-  // --batch-size 2: homelab (14 secrets, 14 versions) moves in 14 batches. Step 1 is its
-  // start, steps 2 and 3 its first two batches: killed there, it is half-way.
-  const cli = spawnCliWithHooks(['rekey', '--batch-size', '2'], f.env, { pauseAt: 3 });
+  // --batch-size 2: homelab (14 secrets, 14 versions) moves in 14 batches. Step 1 is the
+  // new MAC key, step 2 homelab's start, steps 3 and 4 its first two batches: killed
+  // there, it is half-way.
+  const cli = spawnCliWithHooks(['rekey', '--batch-size', '2'], f.env, { pauseAt: 4 });
   await cli.stderrMatch(/^paused$/m);
   cli.child.kill('SIGKILL');
   t.equal((await cli.exit).signal, 'SIGKILL');
