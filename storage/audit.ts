@@ -32,7 +32,16 @@ export interface AuditKey {
   readonly keyId: string;
   /** HMAC-SHA-256 of each message under the audit key, computed in the crypto workers in one task. */
   macs(messages: string[]): Promise<Buffer[]>;
+  /**
+   * The key version `keyId` names, when the anchor names another key than this one (a
+   * rekey replaced the audit key while this process runs); undefined when there is no
+   * such audit key. The anchor is then proven under it before anything is appended.
+   */
+  resolve?(keyId: string): Promise<AuditKey | undefined>;
 }
+
+/** The entry a rekey of the audit key writes: see rekeyKey. */
+export const AUDIT_KEY_CHECKPOINT = 'audit-key-rekeyed';
 
 export interface AuditEvent {
   actorType: 'user' | 'identity' | 'system';
@@ -154,6 +163,8 @@ interface ChainRow {
   secretVersion: number | null;
   metadataText: string;
   ip: string | null;
+  /** The audit key version that MACed a keyed entry (null for legacy entries). Not under the MAC: see verifyChain. */
+  keyId: string | null;
   // The same columns as the legacy rule reads them.
   at: Date;
   metadata: Record<string, unknown>;
@@ -162,7 +173,7 @@ interface ChainRow {
 function chainColumns(sql: Queryable) {
   return sql`id, prev_hash, hash, chain, (extract(epoch from at) * 1000000)::bigint as at_us, actor_type, actor_id,
     event_type, project_id::text as project_id, environment, secret_path, secret_key, secret_version,
-    metadata::text as metadata_text, ip, at, metadata`;
+    metadata::text as metadata_text, ip, key_id, at, metadata`;
 }
 
 function entryMessage(r: ChainRow): string {
@@ -216,6 +227,14 @@ function legacyEntryHash(prev: Buffer, r: ChainRow): Buffer {
 }
 
 const sameBytes = (a: Buffer, b: Buffer) => a.length === b.length && timingSafeEqual(a, b);
+
+/**
+ * A keyless running digest of the whole chain (every entry's content, link and hash), from
+ * genesis. A rekey of the audit key records it in its checkpoint entry, MACed under the
+ * new key: entries MACed by a destroyed older key are then verified against it.
+ */
+const chainDigest = (prev: Buffer, r: ChainRow): Buffer =>
+  createHash('sha256').update(prev).update(entryMessage(r)).update(r.hash).digest();
 
 // The anchor this process last wrote or verified, per key: an append that finds it
 // unchanged saves one MAC. Sound because only a (content, MAC) pair this process
@@ -331,7 +350,7 @@ export function auditStore(sql: Queryable, key?: AuditKey) {
 
     /** Must run inside the transaction of the change it records (fails closed). */
     async append(tx: Tx, e: AuditEvent): Promise<void> {
-      const k = requireKey();
+      let k = requireKey();
       const metadata = e.metadata ?? {};
       // jsonb's text of the metadata, as verify will read it: asked before the lock is taken.
       const metadataText =
@@ -342,7 +361,12 @@ export function auditStore(sql: Queryable, key?: AuditKey) {
       // FOR UPDATE returns the newest committed anchor once it has the lock.
       const [anchor] = await tx<AnchorRow[]>`select ${tx.unsafe(ANCHOR_COLUMNS)} from audit_chain_head where id = 1 for update`;
       if (!anchor) throw new AuditChainError('anchor-missing');
-      if (anchor.keyId !== k.keyId) throw new AuditChainError('anchor-invalid');
+      if (anchor.keyId !== k.keyId) {
+        // Re-keyed since this process started: the version the anchor names (proven below).
+        const next = await k.resolve?.(anchor.keyId);
+        if (!next || next.keyId !== anchor.keyId) throw new AuditChainError('anchor-invalid');
+        k = next;
+      }
       // Under the lock, the next id is known: the entry is MACed before it is written.
       const entry: ChainRow = {
         id: anchor.lastId + 1,
@@ -363,6 +387,7 @@ export function auditStore(sql: Queryable, key?: AuditKey) {
         metadataText,
         metadata,
         ip: e.ip ?? null,
+        keyId: k.keyId,
       };
       entry.atUs = entry.at.getTime() * 1000;
       const head: AuditHead = {
@@ -389,10 +414,10 @@ export function auditStore(sql: Queryable, key?: AuditKey) {
       const [mac, headMac] = [macs[0]!, macs[1]!];
       await tx`with entry as (
           insert into audit_log (id, at, actor_type, actor_id, event_type, project_id, environment, secret_path,
-            secret_key, secret_version, metadata, ip, prev_hash, hash, chain)
+            secret_key, secret_version, metadata, ip, prev_hash, hash, chain, key_id)
           values (${entry.id}, ${entry.at}, ${entry.actorType}, ${entry.actorId}, ${entry.eventType}, ${entry.projectId}, ${entry.environment},
             ${entry.secretPath}, ${entry.secretKey}, ${entry.secretVersion}, ${entry.metadataText}::text::jsonb,
-            ${entry.ip}, ${entry.prevHash}, ${mac}, ${KEYED}))
+            ${entry.ip}, ${entry.prevHash}, ${mac}, ${KEYED}, ${k.keyId}))
         update audit_chain_head set entries = ${head.entries}, last_id = ${head.lastId}, last_mac = ${mac}, mac = ${headMac}
         where id = 1`;
       knownAnchors.set(k, anchorFingerprint({ ...head, lastMac: mac, mac: headMac }));
@@ -429,7 +454,13 @@ export function auditStore(sql: Queryable, key?: AuditKey) {
      */
     async verify(opts: { recordedHead?: { lastId: number; macPrefix: string } } = {}): Promise<AuditVerification> {
       const k = requireKey();
-      const walk = (q: Queryable) => verifyChain(q, k, opts.recordedHead);
+      const walk = async (q: Queryable) => {
+        // Re-keyed since this process started: verify with the version the anchor names.
+        const a = await readAnchor(q);
+        const current = a && a.keyId !== k.keyId ? ((await k.resolve?.(a.keyId)) ?? k) : k;
+        const { digest: _digest, ...result } = await verifyChain(q, current, opts.recordedHead);
+        return result as AuditVerification;
+      };
       // A store bound to a transaction already reads one snapshot; the pool opens one.
       const pool = sql as Sql;
       return typeof pool.begin === 'function'
@@ -440,12 +471,78 @@ export function auditStore(sql: Queryable, key?: AuditKey) {
 }
 export type AuditStore = ReturnType<typeof auditStore>;
 
+/**
+ * rekey of the audit key, inside the caller's transaction (which also replaces the key row):
+ * the whole chain is verified under `from` first (a broken chain is not blessed), then a
+ * checkpoint entry (AUDIT_KEY_CHECKPOINT) is appended, MACed under `to`, whose metadata
+ * holds the chain's running digest up to it; the anchor moves to `to`. From then on the
+ * entries MACed by `from` are verified against that digest (verifyChain), so `from` can
+ * be destroyed in the same transaction: whoever still holds it (an old backup and the old
+ * root key) can neither extend the chain nor rewrite the history before the checkpoint.
+ */
+export async function rekeyAuditKey(tx: Tx, from: AuditKey, to: AuditKey): Promise<{ entries: number }> {
+  await tx`select pg_advisory_xact_lock(${AUDIT_CHAIN_LOCK_ID})`;
+  const [anchor] = await tx<AnchorRow[]>`select ${tx.unsafe(ANCHOR_COLUMNS)} from audit_chain_head where id = 1 for update`;
+  if (!anchor) throw new AuditChainError('anchor-missing');
+  const checked = await verifyChain(tx, from, undefined);
+  if (!checked.ok && checked.reason !== 'trail-missing') throw new AuditChainError('anchor-invalid');
+  const digest = checked.digest;
+  const metadata = { previousKeyId: from.keyId, entries: anchor.entries, digest: digest.toString('hex') };
+  const metadataText = (await tx<{ text: string }[]>`select ${tx.json(metadata)}::jsonb::text as text`)[0]!.text;
+  const entry: ChainRow = {
+    id: anchor.lastId + 1,
+    prevHash: anchor.lastMac,
+    hash: Buffer.alloc(0),
+    chain: KEYED,
+    at: new Date(Date.now()),
+    atUs: 0,
+    actorType: 'system',
+    actorId: null,
+    eventType: AUDIT_KEY_CHECKPOINT,
+    projectId: null,
+    environment: null,
+    secretPath: null,
+    secretKey: null,
+    secretVersion: null,
+    metadataText,
+    metadata,
+    ip: null,
+    keyId: to.keyId,
+  };
+  entry.atUs = entry.at.getTime() * 1000;
+  const head: AuditHead = {
+    keyId: to.keyId,
+    entries: anchor.entries + 1,
+    legacyEntries: anchor.legacyEntries,
+    lastId: entry.id,
+    lastMac: GENESIS,
+    trailMissing: anchor.trailMissing,
+  };
+  const [mac, headMac] = (await to.macs([entryMessage(entry), headMessage(head, entry)])) as [Buffer, Buffer];
+  await tx`insert into audit_log (id, at, actor_type, actor_id, event_type, metadata, prev_hash, hash, chain, key_id)
+    values (${entry.id}, ${entry.at}, ${entry.actorType}, ${entry.actorId}, ${entry.eventType}, ${metadataText}::text::jsonb,
+      ${entry.prevHash}, ${mac}, ${KEYED}, ${to.keyId})`;
+  await tx`update audit_chain_head set key_id = ${to.keyId}, entries = ${head.entries}, last_id = ${head.lastId},
+    last_mac = ${mac}, mac = ${headMac} where id = 1`;
+  knownAnchors.set(to, anchorFingerprint({ ...head, lastMac: mac, mac: headMac }));
+  return { entries: head.entries };
+}
+
+/**
+ * Entries MACed by the current key are checked with it. Entries MACed by an older version
+ * (destroyed by a rekey) are checked against the digest recorded by the next checkpoint
+ * the current key MACed: the first such entry not followed by one breaks the chain there
+ * (as does a checkpoint whose digest differs), so moving an entry's key_id off the
+ * current key does not exempt it.
+ */
 async function verifyChain(
   sql: Queryable,
   key: AuditKey,
   recorded: { lastId: number; macPrefix: string } | undefined,
-): Promise<AuditVerification> {
+): Promise<AuditVerification & { digest: Buffer }> {
   const anchor = await readAnchor(sql);
+  let digest: Buffer = GENESIS;
+  let pending: number | undefined;
   let prev: Buffer = GENESIS;
   let entries = 0;
   let legacy = 0;
@@ -457,7 +554,7 @@ async function verifyChain(
   // Pulled batch by batch: postgres.js does not await a cursor callback's last, partial batch.
   for await (const rows of sql<ChainRow[]>`select ${chainColumns(sql)} from audit_log order by id`.cursor(VERIFY_BATCH)) {
     // Each MAC depends on stored values only: a batch goes to the workers at once.
-    const keyed = brokenAt === undefined ? rows.filter((r) => r.chain === KEYED) : [];
+    const keyed = brokenAt === undefined ? rows.filter((r) => r.chain === KEYED && r.keyId === key.keyId) : [];
     const macOf = new Map<ChainRow, Buffer>();
     if (keyed.length) (await key.macs(keyed.map(entryMessage))).forEach((m, i) => macOf.set(keyed[i]!, m));
     rows.forEach((r) => {
@@ -468,9 +565,18 @@ async function verifyChain(
         // Legacy entries all come before the first keyed one.
         holds = !keyedSeen && r.hash.equals(legacyEntryHash(prev, r));
         legacy++;
-      } else if (r.chain === KEYED) {
+      } else if (r.chain === KEYED && r.keyId === key.keyId) {
         keyedSeen = true;
         holds = sameBytes(r.hash, macOf.get(r)!);
+        // A checkpoint vouches for every entry before it, by their digest.
+        if (holds && r.eventType === AUDIT_KEY_CHECKPOINT) {
+          if (r.metadata.digest === digest.toString('hex')) pending = undefined;
+          else holds = false;
+        }
+      } else if (r.chain === KEYED) {
+        keyedSeen = true;
+        holds = true;
+        pending ??= r.id;
       } else {
         holds = false;
       }
@@ -478,13 +584,15 @@ async function verifyChain(
         brokenAt = r.id;
         return;
       }
+      digest = chainDigest(digest, r);
       if (recorded && r.id === recorded.lastId) recordedFound = r.hash.toString('hex').startsWith(recorded.macPrefix);
       prev = r.hash;
       lastId = r.id;
       last = r;
     });
   }
-  const broken = (at: number | null, reason: AuditBreak) => ({ ok: false as const, entries, brokenAt: at, reason });
+  const broken = (at: number | null, reason: AuditBreak) => ({ ok: false as const, entries, brokenAt: at, reason, digest });
+  if (brokenAt === undefined && pending !== undefined) brokenAt = pending;
   if (brokenAt !== undefined) return broken(brokenAt, 'entry');
   if (!anchor) return broken(null, 'anchor-missing');
   // The anchor's MAC, over the newest entry found.
@@ -504,5 +612,6 @@ async function verifyChain(
     ok: true,
     entries,
     head: { keyId: anchor.keyId, entries, legacyEntries: legacy, lastId, lastMac: prev, trailMissing: false },
+    digest,
   };
 }

@@ -29,7 +29,9 @@ export interface Io {
  * Test seams, passed by tests only (the installed command line passes none): `step` is
  * awaited after each unit of work of a long command (rotate-key: 0 before the first
  * re-wrap, then after each re-wrapped data key, inside the transaction; rekey: after each
- * re-keyed project), so a test can fail it or hold it there and kill the process.
+ * committed unit, numbered from 1: the new MAC key, the new audit key, then per project
+ * its start, each batch and its finish), so a test can fail it or hold it there and kill
+ * the process.
  */
 export interface CommandHooks {
   step?(n: number): Promise<void> | void;

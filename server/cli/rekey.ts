@@ -25,17 +25,17 @@
 // old root key must not open what is written after the incident": rotate-key changes
 // the root key only, the data keys stay.
 //
-// Also: --mac-key gives client secrets a new MAC key (see server/domain/keyring.ts) and
-// --audit-key the audit trail a new key (see server/domain/audit.ts).
+// The same run gives client secrets a new MAC key version (server/domain/keyring.ts) and
+// the audit trail a new key with a checkpoint (storage/audit.ts rekeyAuditKey).
 import { randomUUID } from 'node:crypto';
 import { createCrypto, type Crypto } from '../../crypto/index.js';
-import { auditStore, type AuditKey } from '../../storage/audit.js';
+import { auditStore, rekeyAuditKey, type AuditKey } from '../../storage/audit.js';
 import { memoryBus, redisBus, type CacheBus } from '../../storage/cache.js';
 import type { Tx } from '../../storage/db.js';
 import { createStore, type Store, type TxStores } from '../../storage/index.js';
 import { migrate } from '../../storage/migrate.js';
 import { rootKeySpec } from '../config.js';
-import { AuditTrailError, loadAuditKey } from '../domain/audit.js';
+import { AuditTrailError, auditKeyOf, loadAuditKey } from '../domain/audit.js';
 import { topics } from '../domain/caches.js';
 import { dataKeyAad, openKeyring, rekeyMacKey } from '../domain/keyring.js';
 import { secretAad } from '../domain/secrets.js';
@@ -63,6 +63,10 @@ under the current one; an old version is deleted once no usable client secret na
 it (revoked, expired and used-up secrets are neutralised so they do not keep it).
 --retire-mac-keys only does that deletion (run it later, e.g. after every client
 has logged in once) and reports how many secrets still name an old version.
+
+And the audit trail a new key: the whole chain is verified under the old one, a
+checkpoint entry MACed under the new one records the chain's digest, and the old key
+is deleted; audit-verify checks older entries against that digest.
 
 With REDIS_URL set (as the service has it), the replicas are told to drop what they
 cached of each project as it moves; without it they forget within a minute.
@@ -167,6 +171,23 @@ export const rekey: Command = {
         });
         await committed(run);
         io.err('client secrets: a new MAC key version is current (each secret moves to it at its next login)');
+      }
+      // The audit key: a new version, with a checkpoint; the old key is deleted.
+      const auditKeyAge = (await db.sql<{ createdAt: Date }[]>`select created_at from crypto_keys where purpose = 'audit'`)[0]!.createdAt;
+      if (auditKeyAge < startedAt) {
+        await store.transaction(async (s) => {
+          await s.tx`set constraints audit_chain_head_key_id_fkey deferred`;
+          const from = await loadAuditKey(s, crypto!);
+          const id = randomUUID();
+          const wrapped = await crypto!.generateDataKey(dataKeyAad(id));
+          await s.tx`delete from crypto_keys where id = ${from.keyId} and purpose = 'audit'`;
+          await s.keys.insert({ id, purpose: 'audit', rootKeyVersion: crypto!.rootKeyVersion, wrapped });
+          await rekeyAuditKey(s.tx, from, auditKeyOf(crypto!, id, wrapped)).catch((err: unknown) => {
+            throw new CliError(`the audit chain does not verify under its current key (${(err as Error).message}): run audit-verify; nothing was changed`);
+          });
+        });
+        await committed(run);
+        io.err('audit trail: a new audit key; a checkpoint entry vouches for the entries before it, and the old key is deleted');
       }
       const todo = await db.sql<{ id: string }[]>`select p.id from projects p join crypto_keys k on k.id = p.data_key_id
         where k.created_at < ${startedAt} or p.previous_data_key_id is not null order by p.created_at, p.id`;

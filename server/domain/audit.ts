@@ -24,10 +24,30 @@ const ANCHOR_INVALID =
   'Refusing to start (nothing could be audited). Run audit-verify, and restore the database from a backup ' +
   'whose audit head matches the one recorded out of band.';
 
-const auditKeyOf = (crypto: Pick<Crypto, 'macMany'>, keyId: string, wrapped: Buffer): AuditKey => ({
-  keyId,
-  macs: (messages) => crypto.macMany(wrapped, dataKeyAad(keyId), messages),
-});
+/**
+ * The audit key `keyId` (wrapped bytes `wrapped`). `store` lets it follow a rekey made
+ * while this process runs: `resolve` loads the version the anchor names (purpose 'audit'),
+ * once per version.
+ */
+export function auditKeyOf(crypto: Pick<Crypto, 'macMany'>, keyId: string, wrapped: Buffer, store?: Pick<Store, 'keys'>): AuditKey {
+  const versions = new Map<string, AuditKey>();
+  const make = (id: string, w: Buffer): AuditKey => {
+    const key: AuditKey = {
+      keyId: id,
+      macs: (messages) => crypto.macMany(w, dataKeyAad(id), messages),
+      ...(store ? { resolve: resolveVersion } : {}),
+    };
+    versions.set(id, key);
+    return key;
+  };
+  async function resolveVersion(id: string): Promise<AuditKey | undefined> {
+    const known = versions.get(id);
+    if (known) return known;
+    const row = await store!.keys.get(id);
+    return row?.purpose === 'audit' ? make(row.id, row.wrapped) : undefined;
+  }
+  return make(keyId, wrapped);
+}
 
 /**
  * At start: the audit key. On the first start (also the first after the upgrade that
@@ -69,7 +89,7 @@ export async function loadAuditKey(store: Pick<Store, 'keys' | 'audit'>, crypto:
         : 'the audit trail is not keyed yet: start the service (this version) once, then retry',
     );
   }
-  const key = auditKeyOf(crypto, row.id, row.wrapped);
+  const key = auditKeyOf(crypto, row.id, row.wrapped, store);
   try {
     await key.macs(['vault-standalone/audit-key-check']);
   } catch (err) {

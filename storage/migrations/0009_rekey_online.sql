@@ -35,3 +35,15 @@ alter table identity_client_secrets add column mac_key_id uuid references crypto
 update identity_client_secrets set mac_key_id = (select key_id from crypto_canary where id = 1);
 alter table identity_client_secrets alter column mac_key_id set not null;
 create index identity_client_secrets_mac_key on identity_client_secrets (mac_key_id);
+
+-- The audit key is versioned: each keyed entry records the key that MACed it (not under
+-- its MAC: see storage/audit.ts verifyChain). A rekey writes a checkpoint entry under the
+-- new key that holds the chain's digest so far, then deletes the old key in the same
+-- transaction; entries of a destroyed version are verified against that digest. No
+-- foreign key: the version is recorded after its key is gone.
+alter table audit_log add column key_id uuid;
+update audit_log set key_id = (select key_id from audit_chain_head where id = 1) where chain = 2;
+alter table audit_log add constraint audit_log_keyed_has_key check (chain = 1 or key_id is not null);
+-- The rekey replaces the audit key row (one per instance) and moves the anchor to it in
+-- one transaction: the anchor's reference is checked at the commit.
+alter table audit_chain_head alter constraint audit_chain_head_key_id_fkey deferrable initially immediate;

@@ -98,9 +98,9 @@ t.test('rekey killed half-way through a project: old and new keys coexist and re
   const before = await projectKeys(f);
   const history = await readVersions(t, f);
   // --batch-size 2: homelab (14 secrets, 14 versions) moves in 14 batches. Step 1 is the
-  // new MAC key, step 2 homelab's start, steps 3 and 4 its first two batches: killed
-  // there, it is half-way.
-  const cli = spawnCliWithHooks(['rekey', '--batch-size', '2'], f.env, { pauseAt: 4 });
+  // new MAC key, step 2 the new audit key, step 3 homelab's start, steps 4 and 5 its
+  // first two batches: killed there, it is half-way.
+  const cli = spawnCliWithHooks(['rekey', '--batch-size', '2'], f.env, { pauseAt: 5 });
   await cli.stderrMatch(/^paused$/m);
   cli.child.kill('SIGKILL');
   t.equal((await cli.exit).signal, 'SIGKILL');
@@ -136,9 +136,10 @@ t.test('rekey failing in a batch: nothing half-written, the next run finishes', 
   const f = await fixture(t, 'postgres');
   const before = await projectKeys(f);
   const history = await readVersions(t, f);
-  const failed = await spawnCliWithHooks(['rekey', '--batch-size', '5'], f.env, { failAt: 2 }).exit;
+  // Step 4: homelab's first batch has committed; the command fails there.
+  const failed = await spawnCliWithHooks(['rekey', '--batch-size', '5'], f.env, { failAt: 4 }).exit;
   t.equal(failed.code, 1, 'the command fails');
-  t.match(failed.stderr, /fault injected by the test at step 2/);
+  t.match(failed.stderr, /fault injected by the test at step 4/);
   await assertOpensWith(t, f, f.env.ENCRYPTION_KEY!, 'after the failure');
   const again = await runCli(['rekey'], f.env);
   t.equal(again.code, 0, again.stderr);

@@ -79,8 +79,8 @@ t.test('rekey while two replicas serve reads and writes of the project: nothing 
     }
   })();
 
-  // Held after the MAC key (step 1), homelab's start and two batches of one row: half-way.
-  const cli = spawnCliWithHooks(['rekey', '--batch-size', '1'], env, { pauseAt: 4 });
+  // Held after the MAC key (step 1), the audit key (2), homelab's start (3) and two batches of one row (4, 5): half-way.
+  const cli = spawnCliWithHooks(['rekey', '--batch-size', '1'], env, { pauseAt: 5 });
   await cli.stderrMatch(/^paused$/m);
   const [mid] = await withDatabase(env, (sql) => sql<{ dataKeyId: string; previousDataKeyId: string | null; old: number; moved: number }[]>`
     select p.data_key_id, p.previous_data_key_id,
