@@ -91,6 +91,14 @@ export function keysStore(sql: Queryable) {
         join crypto_keys k on k.id = c.key_id where c.id = 1`;
       return row;
     },
+    /**
+     * Holds the key row against deletion until the transaction ends (FOR KEY SHARE);
+     * false when it is gone already (a rekey retired it).
+     */
+    async holdKey(id: string): Promise<boolean> {
+      const rows = await sql`select id from crypto_keys where id = ${id} for key share`;
+      return rows.length === 1;
+    },
     /** The canary, locked for the rest of the transaction (rekey replaces it). */
     async canaryForUpdate(): Promise<CanaryRow | undefined> {
       const [row] = await sql<CanaryRow[]>`select key_id, blob from crypto_canary where id = 1 for update`;

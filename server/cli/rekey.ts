@@ -211,11 +211,17 @@ export const rekey: Command = {
 
 /** Deletes MAC key versions no usable client secret names any more; says how many secrets still hold an old one. */
 async function retireMacKeys(store: Store, crypto: Crypto, io: Context['io']) {
-  const r = await store.transaction(async (s) => {
-    const out = await s.keys.retireMacKeys();
-    if (out.deleted > 0) await appendSystem(s, crypto, 'rekey-mac-keys-retired', { deleted: out.deleted, secretsOnOldKeys: out.secretsOnOldKeys });
-    return out;
-  });
+  const r = await store
+    .transaction(async (s) => {
+      const out = await s.keys.retireMacKeys();
+      if (out.deleted > 0) await appendSystem(s, crypto, 'rekey-mac-keys-retired', { deleted: out.deleted, secretsOnOldKeys: out.secretsOnOldKeys });
+      return out;
+    })
+    .catch((err: unknown) => {
+      // A client secret made under an old version committed while it was being deleted.
+      if ((err as { code?: string }).code === '23503') throw new CliError('a client secret was just made under an old MAC key version; nothing was deleted: run rekey --retire-mac-keys again');
+      throw err;
+    });
   io.err(
     `client secrets: ${r.deleted} old MAC key version${r.deleted === 1 ? '' : 's'} deleted; ${r.secretsOnOldKeys} usable secret${r.secretsOnOldKeys === 1 ? '' : 's'} ` +
       'still on an older version (moved at their next login; run rekey --retire-mac-keys later to delete it then)',

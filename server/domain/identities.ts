@@ -213,9 +213,11 @@ export function identitiesDomain(deps: IdentitiesDeps) {
       const description = (opts.description ?? '').trim();
       if (description.length > 256) throw new AppError('VALIDATION', 'description must be at most 256 characters');
       const clientSecret = randomBytes(32).toString('hex');
-      const { keyId: macKeyId, mac: secretHash } = await keyring.macCurrent(clientSecret);
+      const made = await keyring.macCurrent(clientSecret);
       const row = await grant.run(async ({ s, audit }) => {
         const ua = await universalAuthOf(s, identityId);
+        // The MAC key version is held until the commit; one retired meanwhile by a rekey: made again.
+        const { keyId: macKeyId, mac: secretHash } = (await s.keys.holdKey(made.keyId)) ? made : await keyring.macCurrent(clientSecret);
         const { secretHash: _hash, macKeyId: _key, ...r } = await s.identities.insertClientSecret({
           identityId: ua.identityId,
           prefix: clientSecret.slice(0, 4),
