@@ -11,6 +11,8 @@ import { registerAuthRoutes } from './routes/v1/auth.js';
 import { registerEnvironmentRoutes } from './routes/v1/environments.js';
 import { registerExportRoutes } from './routes/v1/export.js';
 import { registerIdentityRoutes } from './routes/v1/identities.js';
+import { registerJwtAuthRoutes } from './routes/v1/jwtAuth.js';
+import { registerOidcAuthRoutes } from './routes/v1/oidcAuth.js';
 import { registerMembershipRoutes } from './routes/v1/memberships.js';
 import { registerProjectRoutes } from './routes/v1/projects.js';
 import { registerSecretVersionRoutes } from './routes/v1/secretVersions.js';
@@ -56,6 +58,8 @@ const ROUTE_MODULES: ReadonlyArray<(api: Api, svc: Services) => void> = [
   registerUserRoutes,
   registerIdentityRoutes,
   registerUniversalAuthRoutes,
+  registerJwtAuthRoutes,
+  registerOidcAuthRoutes,
   registerProjectRoutes,
   registerEnvironmentRoutes,
   registerMembershipRoutes,

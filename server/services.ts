@@ -15,6 +15,8 @@ import { environmentsDomain, type EnvironmentsDomain } from './domain/environmen
 import { exportDomain, type ExportDomain } from './domain/export.js';
 import { foldersDomain, type FoldersDomain } from './domain/folders.js';
 import { identitiesDomain, type IdentitiesDomain } from './domain/identities.js';
+import { jwtAuthDomain, type JwtAuthDomain } from './domain/jwtAuth.js';
+import { keySources } from './domain/jwtKeys.js';
 import { openKeyring, type Keyring } from './domain/keyring.js';
 import { machineAuth, type MachineAuth } from './domain/machineAuth.js';
 import { membershipsDomain, type MembershipsDomain } from './domain/memberships.js';
@@ -44,6 +46,8 @@ export interface Services {
   environments: EnvironmentsDomain;
   folders: FoldersDomain;
   identities: IdentitiesDomain;
+  /** JWT and OIDC auth of machine identities. */
+  jwtAuth: JwtAuthDomain;
   memberships: MembershipsDomain;
   audit: AuditDomain;
   users: UsersDomain;
@@ -300,6 +304,8 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       environments: environmentsDomain({ changes }),
       folders: foldersDomain({ store, access, changes }),
       identities: identitiesDomain({ store, keyring, changes }),
+      // A key-source fetch ends well within the request deadline (a hung JWKS server is a 503, not a timeout).
+      jwtAuth: jwtAuthDomain({ store, changes, machineAuth: machine, keys: keySources({ timeoutMs: Math.min(3000, Math.floor(config.requestDeadlineMs / 2)) }) }),
       memberships: membershipsDomain({ store, access, changes }),
       audit: auditDomain({ store, access }),
       close,

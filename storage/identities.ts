@@ -69,18 +69,26 @@ export type ClientSecretInfo = Omit<ClientSecretRow, 'secretHash' | 'macKeyId'>;
 
 export interface IdentityListRow extends IdentityRow {
   hasUniversalAuth: boolean;
+  /** JWT / OIDC auth attached (storage/jwtAuth.ts), in name order. */
+  tokenAuthMethods: Array<'jwt-auth' | 'oidc-auth'>;
 }
 
 export interface AccessTokenState {
   identityId: string;
+  /** '' for a token that no client secret issued (JWT and OIDC auth). */
   clientSecretId: string;
+  /** The method that issued the token; it lives only while that method is attached. */
+  authMethod: 'universal-auth' | 'jwt-auth' | 'oidc-auth';
+  /** The issuing method's current TTLs (renew extends by these). */
+  accessTokenTtl: number;
+  accessTokenMaxTtl: number;
   expiresAt: Date;
   maxExpiresAt: Date;
   /** Fixed when the token was issued; 0 = unlimited. */
   numUsesLimit: number;
   /** Uses counted when the state was read (the count itself is kept by `useAccessToken`). */
   numUses: number;
-  /** The identity's current Universal Auth setting (a change invalidates the identity's tokens). */
+  /** The issuing method's current setting (a change invalidates the identity's tokens). */
   accessTokenTrustedIps: TrustedIp[];
 }
 
@@ -109,14 +117,16 @@ export function identitiesStore(sql: Queryable) {
     /** With whether Universal Auth is attached (the identity's auth methods). */
     async byIdWithAuth(id: string): Promise<IdentityListRow | undefined> {
       const [row] = await sql<IdentityListRow[]>`select i.id, i.org_id, i.name, i.created_at, i.updated_at,
-          (ua.identity_id is not null) as has_universal_auth
+          (ua.identity_id is not null) as has_universal_auth,
+          array(select j.method from identity_jwt_auths j where j.identity_id = i.id order by j.method) as token_auth_methods
         from identities i left join identity_universal_auth ua on ua.identity_id = i.id where i.id = ${id}`;
       return row;
     },
 
     async listByOrg(orgId: string): Promise<IdentityListRow[]> {
       return sql<IdentityListRow[]>`select i.id, i.org_id, i.name, i.created_at, i.updated_at,
-          (ua.identity_id is not null) as has_universal_auth
+          (ua.identity_id is not null) as has_universal_auth,
+          array(select j.method from identity_jwt_auths j where j.identity_id = i.id order by j.method) as token_auth_methods
         from identities i left join identity_universal_auth ua on ua.identity_id = i.id
         where i.org_id = ${orgId} order by i.created_at, i.id`;
     },
@@ -269,19 +279,36 @@ export function identitiesStore(sql: Queryable) {
       return row;
     },
 
-    async insertAccessToken(t: { id: string; identityId: string; clientSecretId: string; expiresAt: Date; maxExpiresAt: Date; numUsesLimit?: number }): Promise<void> {
-      await sql`insert into identity_access_tokens (id, identity_id, client_secret_id, expires_at, max_expires_at, num_uses_limit)
-        values (${t.id}, ${t.identityId}, ${t.clientSecretId}, ${t.expiresAt}, ${t.maxExpiresAt}, ${t.numUsesLimit ?? 0})`;
+    /** `clientSecretId` for Universal Auth; JWT and OIDC auth tokens name only their method. */
+    async insertAccessToken(t: {
+      id: string;
+      identityId: string;
+      clientSecretId: string | null;
+      authMethod?: AccessTokenState['authMethod'];
+      expiresAt: Date;
+      maxExpiresAt: Date;
+      numUsesLimit?: number;
+    }): Promise<void> {
+      await sql`insert into identity_access_tokens (id, identity_id, client_secret_id, auth_method, expires_at, max_expires_at, num_uses_limit)
+        values (${t.id}, ${t.identityId}, ${t.clientSecretId}, ${t.authMethod ?? 'universal-auth'}, ${t.expiresAt}, ${t.maxExpiresAt}, ${t.numUsesLimit ?? 0})`;
     },
 
-    /** The token's state if it is still valid: not revoked, not expired, its client secret not revoked. */
+    /**
+     * The token's state if it is still valid: not revoked, not expired, and the method
+     * that issued it still attached (for Universal Auth: its client secret not revoked).
+     */
     async liveAccessToken(id: string): Promise<AccessTokenState | undefined> {
-      const [row] = await sql<AccessTokenState[]>`select t.identity_id, t.client_secret_id, t.expires_at, t.max_expires_at,
-          t.num_uses_limit, t.num_uses, ua.access_token_trusted_ips
+      const [row] = await sql<AccessTokenState[]>`select t.identity_id, coalesce(t.client_secret_id::text, '') as client_secret_id,
+          t.auth_method, t.expires_at, t.max_expires_at, t.num_uses_limit, t.num_uses,
+          coalesce(ua.access_token_trusted_ips, ja.access_token_trusted_ips) as access_token_trusted_ips,
+          coalesce(ua.access_token_ttl, ja.access_token_ttl) as access_token_ttl,
+          coalesce(ua.access_token_max_ttl, ja.access_token_max_ttl) as access_token_max_ttl
         from identity_access_tokens t
-        join identity_client_secrets cs on cs.id = t.client_secret_id
-        join identity_universal_auth ua on ua.identity_id = t.identity_id
-        where t.id = ${id} and t.revoked_at is null and t.expires_at > now() and not cs.is_revoked`;
+        left join identity_client_secrets cs on t.auth_method = 'universal-auth' and cs.id = t.client_secret_id and not cs.is_revoked
+        left join identity_universal_auth ua on t.auth_method = 'universal-auth' and ua.identity_id = t.identity_id
+        left join identity_jwt_auths ja on ja.identity_id = t.identity_id and ja.method = t.auth_method
+        where t.id = ${id} and t.revoked_at is null and t.expires_at > now()
+          and ((cs.id is not null and ua.identity_id is not null) or ja.identity_id is not null)`;
       return row;
     },
 

@@ -4,6 +4,7 @@ import type { Queryable, Sql, Tx } from './db.js';
 import { auditStore, type AuditKey } from './audit.js';
 import { foldersStore } from './folders.js';
 import { identitiesStore } from './identities.js';
+import { jwtAuthStore } from './jwtAuth.js';
 import { keysStore } from './keys.js';
 import { loginAttemptsStore } from './loginAttempts.js';
 import { membershipsStore } from './memberships.js';
@@ -20,6 +21,7 @@ function bind(sql: Queryable, opts: StoreOptions) {
     folders: foldersStore(sql),
     secrets: secretsStore(sql),
     identities: identitiesStore(sql),
+    jwtAuths: jwtAuthStore(sql),
     memberships: membershipsStore(sql),
     audit: auditStore(sql, opts.auditKey),
     users: usersStore(sql),

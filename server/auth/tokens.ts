@@ -10,7 +10,10 @@ const IDENTITY_TOKEN_TYPE = 'identityAccessToken';
 
 export interface IdentityTokenClaims {
   identityId: string;
+  /** '' for a token of JWT or OIDC auth. */
   clientSecretId: string;
+  /** The method that issued the token (absent from Universal Auth tokens). */
+  authMethod?: 'jwt-auth' | 'oidc-auth';
   tokenId: string;
   /** Seconds since the epoch. */
   exp: number;
@@ -25,7 +28,8 @@ export function identityTokens(authSecret: Buffer) {
 
   return {
     async sign(c: IdentityTokenClaims): Promise<string> {
-      return new SignJWT({ authTokenType: IDENTITY_TOKEN_TYPE, identityId: c.identityId, clientSecretId: c.clientSecretId })
+      const method = c.authMethod ? { authMethod: c.authMethod } : {};
+      return new SignJWT({ authTokenType: IDENTITY_TOKEN_TYPE, identityId: c.identityId, clientSecretId: c.clientSecretId, ...method })
         .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
         .setIssuer(ISSUER)
         .setSubject(c.identityId)
@@ -39,9 +43,10 @@ export function identityTokens(authSecret: Buffer) {
     async verify(token: string): Promise<IdentityTokenClaims> {
       try {
         const { payload } = await jwtVerify(token, key, { algorithms: ['HS256'], issuer: ISSUER, typ: 'JWT' });
-        const { identityId, clientSecretId, jti, exp, authTokenType } = payload as Record<string, unknown>;
+        const { identityId, clientSecretId, jti, exp, authTokenType, authMethod } = payload as Record<string, unknown>;
         if (
           authTokenType !== IDENTITY_TOKEN_TYPE ||
+          (authMethod !== undefined && authMethod !== 'jwt-auth' && authMethod !== 'oidc-auth') ||
           typeof identityId !== 'string' ||
           typeof clientSecretId !== 'string' ||
           typeof jti !== 'string' ||
@@ -49,7 +54,7 @@ export function identityTokens(authSecret: Buffer) {
         ) {
           throw new AppError('TOKEN_INVALID', 'Invalid access token');
         }
-        return { identityId, clientSecretId, tokenId: jti, exp };
+        return authMethod === undefined ? { identityId, clientSecretId, tokenId: jti, exp } : { identityId, clientSecretId, authMethod, tokenId: jti, exp };
       } catch (err) {
         if (err instanceof AppError) throw err;
         if (err instanceof errors.JWTExpired) throw new AppError('TOKEN_INVALID', 'Access token expired');

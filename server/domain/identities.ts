@@ -21,8 +21,13 @@ export interface IdentitiesDeps {
 }
 
 export interface IdentityView extends IdentityRow {
-  authMethods: Array<'universal-auth'>;
+  authMethods: Array<'universal-auth' | 'jwt-auth' | 'oidc-auth'>;
 }
+
+const methodsOf = (r: { hasUniversalAuth: boolean; tokenAuthMethods: Array<'jwt-auth' | 'oidc-auth'> }): IdentityView['authMethods'] => [
+  ...(r.hasUniversalAuth ? ['universal-auth' as const] : []),
+  ...r.tokenAuthMethods,
+];
 
 /** Infisical's bounds: TTLs up to ten years. */
 export const MAX_TTL_SECONDS = 315_360_000;
@@ -84,8 +89,8 @@ function settingsMetadata(ua: UniversalAuthSettings & { identityId: string }) {
 export async function existingIdentity(s: { identities: Pick<Store['identities'], 'byIdWithAuth'> }, identityId: string): Promise<IdentityView> {
   const row = isUuid(identityId) ? await s.identities.byIdWithAuth(identityId.toLowerCase()) : undefined;
   if (!row) throw identityNotFound(identityId);
-  const { hasUniversalAuth, ...identity } = row;
-  return { ...identity, authMethods: hasUniversalAuth ? ['universal-auth'] : [] };
+  const { hasUniversalAuth, tokenAuthMethods, ...identity } = row;
+  return { ...identity, authMethods: methodsOf({ hasUniversalAuth, tokenAuthMethods }) };
 }
 
 export function identitiesDomain(deps: IdentitiesDeps) {
@@ -121,7 +126,7 @@ export function identitiesDomain(deps: IdentitiesDeps) {
       requireOrgAdmin(actor);
       const org = await checkOrg(store, input.orgId);
       const rows = await store.identities.listByOrg(org.id);
-      return rows.map(({ hasUniversalAuth, ...i }) => ({ ...i, authMethods: hasUniversalAuth ? ['universal-auth' as const] : [] }));
+      return rows.map(({ hasUniversalAuth, tokenAuthMethods, ...i }) => ({ ...i, authMethods: methodsOf({ hasUniversalAuth, tokenAuthMethods }) }));
     },
 
     async get(actor: Actor | SystemActor, identityId: string): Promise<IdentityView> {

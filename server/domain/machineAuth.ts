@@ -92,19 +92,20 @@ export function machineAuth(deps: MachineAuthDeps) {
    * AUTH_SECRET (another subject, another kind, a deleted row) is refused: the key alone
    * cannot mint access.
    */
-  async function liveState(claims: { tokenId: string; identityId: string; clientSecretId: string }): Promise<AccessTokenState> {
+  async function liveState(claims: { tokenId: string; identityId: string; clientSecretId: string; authMethod?: string }): Promise<AccessTokenState> {
     const state = await caches.accessTokens.get(claims.tokenId, async () => (await store.identities.liveAccessToken(claims.tokenId)) ?? null);
     if (!state || state.expiresAt.getTime() <= now()) throw new AppError('TOKEN_INVALID', 'Access token revoked or expired');
-    if (state.identityId !== claims.identityId || state.clientSecretId !== claims.clientSecretId) {
+    // Bound by method too: a JWT-auth token dies with JWT auth, as a UA token with its secret.
+    if (state.identityId !== claims.identityId || state.clientSecretId !== claims.clientSecretId || state.authMethod !== (claims.authMethod ?? 'universal-auth')) {
       throw new AppError('TOKEN_INVALID', 'Invalid access token');
     }
     return state;
   }
 
   /** `expiresIn` counts from `issuedAt`, so a login answers exactly the configured TTL. */
-  function issue(identityId: string, clientSecretId: string, tokenId: string, issuedAt: number, expiresAt: number, maxTtl: number) {
+  function issue(identityId: string, clientSecretId: string, tokenId: string, issuedAt: number, expiresAt: number, maxTtl: number, authMethod?: 'jwt-auth' | 'oidc-auth') {
     return tokens
-      .sign({ identityId, clientSecretId, tokenId, exp: Math.floor(expiresAt / 1000) })
+      .sign({ identityId, clientSecretId, tokenId, exp: Math.floor(expiresAt / 1000), ...(authMethod ? { authMethod } : {}) })
       .then((accessToken): LoginResult => ({
         accessToken,
         expiresIn: Math.max(0, Math.floor((expiresAt - issuedAt) / 1000)),
@@ -114,6 +115,9 @@ export function machineAuth(deps: MachineAuthDeps) {
   }
 
   return {
+    /** Signs the answer of a login another module (JWT / OIDC auth) has recorded. */
+    issue,
+
     /** Drops verified tokens whose time is up; returns how many. */
     sweep(): number {
       const t = now();
@@ -234,10 +238,9 @@ export function machineAuth(deps: MachineAuthDeps) {
       const state = await store.identities.liveAccessToken(claims.tokenId);
       if (!state) throw new AppError('TOKEN_INVALID', 'Access token revoked or expired');
       if (state.numUsesLimit > 0 && state.numUses >= state.numUsesLimit) throw usesExhausted();
-      const ua = await store.identities.universalAuthByIdentity(claims.identityId);
-      if (!ua) throw new AppError('TOKEN_INVALID', 'Access token revoked or expired');
+      // The TTLs of the method that issued the token, as they are now.
       const renewedAt = now();
-      const expiresAt = Math.min(renewedAt + ua.accessTokenTtl * 1000, state.maxExpiresAt.getTime());
+      const expiresAt = Math.min(renewedAt + state.accessTokenTtl * 1000, state.maxExpiresAt.getTime());
       if (expiresAt <= renewedAt) throw new AppError('TOKEN_INVALID', 'Access token reached its maximum lifetime');
       await asIdentity(claims.identityId, origin).run(async ({ s, audit, invalidate }) => {
         await s.identities.extendAccessToken(claims.tokenId, new Date(expiresAt));
@@ -247,7 +250,7 @@ export function machineAuth(deps: MachineAuthDeps) {
         });
         invalidate(topics.accessToken, claims.tokenId);
       });
-      return issue(claims.identityId, claims.clientSecretId, claims.tokenId, renewedAt, expiresAt, ua.accessTokenMaxTtl);
+      return issue(claims.identityId, claims.clientSecretId, claims.tokenId, renewedAt, expiresAt, state.accessTokenMaxTtl, claims.authMethod);
     },
   };
 }

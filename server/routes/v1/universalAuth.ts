@@ -14,7 +14,7 @@ import { isoString } from '../shape.js';
  * Infisical's trusted-IP list: `[{ipAddress: "10.0.0.0/8"}, {ipAddress: "192.168.1.7"}]`,
  * at least one entry; stored and answered as `{ipAddress, type, prefix?}`.
  */
-const trustedIpsInput = (name: string) =>
+export const trustedIpsInput = (name: string) =>
   z
     .array(
       z.strictObject({
@@ -113,7 +113,7 @@ function clientSecretJson(c: ClientSecretInfo) {
 
 const UA = '/api/v1/auth/universal-auth/identities/:identityId';
 
-const trustedIps = z.array(z.object({ ipAddress: z.string(), type: z.enum(['ipv4', 'ipv6']), prefix: z.number().int().optional() }));
+export const trustedIps = z.array(z.object({ ipAddress: z.string(), type: z.enum(['ipv4', 'ipv6']), prefix: z.number().int().optional() }));
 const oneUniversalAuth = z.object({
   identityUniversalAuth: z.object({
     id: z.string(),

@@ -17,6 +17,7 @@ import { parseConfig } from '../../../server/config.js';
 import type { Sql } from '../../../storage/db.js';
 import { ADMIN } from '../../helpers/admin.js';
 import { request, type JsonResponse } from '../../helpers/http.js';
+import { startIssuer } from '../../helpers/issuer.js';
 import { quietLog, testEnv } from '../../helpers/service.js';
 
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
@@ -51,6 +52,8 @@ t.test('every state-changing route goes through the write pipeline', async (t) =
   t.teardown(() => B.close());
   const a = replica(A);
   const b = replica(B);
+  // Signs the identity tokens of the JWT / OIDC auth cases (a real local issuer).
+  const issuer = await startIssuer(t);
   const sql: Sql = A.services.store.sql;
   let admin = '';
   let counter = 0;
@@ -85,6 +88,16 @@ t.test('every state-changing route goes through the write pipeline', async (t) =
     const token = (await ok(a.call('POST', '/api/v3/auth/login', undefined, { email, password }), 'login')).token as string;
     return { userId: user.id as string, email, password, token };
   };
+  // JWT / OIDC auth: an identity with `method` attached (keys from the local issuer), a member of the project.
+  const tokenAuthBody = (method: string) => (method === 'jwt-auth' ? { configurationType: 'jwks', jwksUrl: issuer.jwksUrl } : { oidcDiscoveryUrl: issuer.url });
+  const tokenIdentity = async (method: string, projectId: string) => {
+    const id = (await ok(a.call('POST', '/api/v1/identities', admin, { name: fresh('workload') }), 'identity')).identity.id as string;
+    await ok(a.call('POST', `/api/v1/projects/${projectId}/memberships/identities/${id}`, admin, { role: 'member' }), 'membership');
+    await ok(a.call('POST', `/api/v1/auth/${method}/identities/${id}`, admin, tokenAuthBody(method)), method);
+    return id;
+  };
+  const tokenLogin = async (method: string, identityId: string) =>
+    (await ok(a.call('POST', `/api/v1/auth/${method}/login`, undefined, { identityId, jwt: await issuer.sign() }), `${method} login`)).accessToken as string;
   const list = (r: Replica, slug: string, token: string, path = '/') =>
     r.call('GET', `/api/v3/secrets/raw?workspaceSlug=${slug}&environment=prod&secretPath=${encodeURIComponent(path)}`, token);
   const values = async (r: Replica, slug: string, path = '/') => {
@@ -291,6 +304,54 @@ t.test('every state-changing route goes through the write pipeline', async (t) =
       observe: (r, c) => status(list(r, c.slug!, c.token!)),
       changed: becomes(200, 401),
     },
+    ...['jwt-auth', 'oidc-auth'].flatMap((method): Case[] => {
+      const cfg = `/api/v1/auth/${method}/identities`;
+      const withToken = async () => {
+        const p = await project();
+        const identityId = await tokenIdentity(method, p.projectId);
+        return { ...p, identityId, token: await tokenLogin(method, identityId) };
+      };
+      return [
+        {
+          route: `POST /api/v1/auth/${method}/login`,
+          events: [`login-identity-${method}`],
+          prepare: async () => {
+            const p = await project();
+            await secret(p.slug, 'K', 'v');
+            return { ...p, identityId: await tokenIdentity(method, p.projectId), jwt: await issuer.sign() };
+          },
+          call: (r, c) => r.call('POST', `/api/v1/auth/${method}/login`, undefined, { identityId: c.identityId, jwt: c.jwt }),
+          observe: async (r, c, res) => (res ? status(list(r, c.slug!, res.body.accessToken)) : 401),
+          changed: becomes(401, 200),
+        },
+        {
+          route: `POST ${cfg}/:identityId`,
+          events: [`add-identity-${method}`],
+          prepare: async () => ({ identityId: (await ok(a.call('POST', '/api/v1/identities', admin, { name: fresh('bare') }), 'identity')).identity.id }),
+          call: (r, c) => r.call('POST', `${cfg}/${c.identityId}`, admin, tokenAuthBody(method)),
+          observe: (r, c) => status(r.call('GET', `${cfg}/${c.identityId}`, admin)),
+          changed: becomes(404, 200),
+        },
+        {
+          // The access-token trusted IPs apply at once, on the other replica too.
+          route: `PATCH ${cfg}/:identityId`,
+          events: [`update-identity-${method}`],
+          prepare: withToken,
+          call: (r, c) => r.call('PATCH', `${cfg}/${c.identityId}`, admin, { accessTokenTrustedIps: [{ ipAddress: '203.0.113.0/24' }] }),
+          observe: (r, c) => status(list(r, c.slug!, c.token!)),
+          changed: becomes(200, 403),
+        },
+        {
+          // The tokens the method issued die with it, on the other replica too.
+          route: `DELETE ${cfg}/:identityId`,
+          events: [`revoke-identity-${method}`],
+          prepare: withToken,
+          call: (r, c) => r.call('DELETE', `${cfg}/${c.identityId}`, admin),
+          observe: (r, c) => status(list(r, c.slug!, c.token!)),
+          changed: becomes(200, 401),
+        },
+      ];
+    }),
     {
       route: 'POST /api/v1/projects',
       events: ['create-project'],
