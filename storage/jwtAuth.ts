@@ -89,16 +89,6 @@ export function jwtAuthStore(sql: Queryable) {
         where identity_id = ${identityId} and auth_method = ${method} and revoked_at is null`;
       return out;
     },
-
-    /** The token-auth methods attached to each identity named. */
-    async methodsOf(identityIds: string[]): Promise<Map<string, TokenAuthMethod[]>> {
-      const out = new Map<string, TokenAuthMethod[]>();
-      if (identityIds.length === 0) return out;
-      const rows = await sql<{ identityId: string; method: TokenAuthMethod }[]>`select identity_id, method
-        from identity_jwt_auths where identity_id = any(${identityIds}::uuid[]) order by method`;
-      for (const r of rows) out.set(r.identityId, [...(out.get(r.identityId) ?? []), r.method]);
-      return out;
-    },
   };
 }
 export type JwtAuthStore = ReturnType<typeof jwtAuthStore>;

@@ -1,0 +1,99 @@
+// OIDC Auth end to end, at Infisical's paths: the service finds the provider's keys
+// through its discovery document (a real local server, as a Kubernetes API server
+// serves it), verifies ID tokens, checks the issuer against the binding or, when none
+// is bound, against the provider's own issuer, and issues access tokens.
+import t from 'tap';
+import { signupAdmin } from '../../../helpers/admin.js';
+import { ESO_LIST_QUERY, request, type JsonResponse } from '../../../helpers/http.js';
+import { k8sClaims, startIssuer } from '../../../helpers/issuer.js';
+import { seedHomelab, startTestService, testEnv } from '../../../helpers/service.js';
+
+const CFG = (id: string) => `/api/v1/auth/oidc-auth/identities/${id}`;
+const LOGIN = '/api/v1/auth/oidc-auth/login';
+
+function refused(t: any, r: JsonResponse, status: number, message: RegExp) {
+  t.equal(r.status, status, JSON.stringify(r.body));
+  t.match(r.body?.message, message);
+}
+
+t.test('OIDC Auth: discovery, login, issuer checks, provider down, removal', async (t) => {
+  const svc = await startTestService(t, await testEnv(t, 'postgres+redis', { REQUEST_DEADLINE_MS: '1000' }));
+  const admin = (await signupAdmin(svc.url)).token;
+  const seeded = await seedHomelab(svc.services);
+  const issuer = await startIssuer(t);
+  const call = (method: string, path: string, json?: unknown) => request(`${svc.url}${path}`, { method, token: admin, json });
+  const login = async (jwt: string) => request(`${svc.url}${LOGIN}`, { method: 'POST', json: { identityId: seeded.identityId, jwt, organizationSlug: 'ignored' } });
+  const read = (token: string) => request(`${svc.url}/api/v3/secrets/raw?${ESO_LIST_QUERY}`, { token });
+
+  for (const [body, status, message] of [
+    [{}, 422, /oidcDiscoveryUrl/],
+    [{ oidcDiscoveryUrl: 'ftp://issuer.example.test' }, 422, /oidcDiscoveryUrl/],
+    [{ oidcDiscoveryUrl: issuer.url, caCert: 'not a certificate' }, 422, /caCert/],
+    [{ oidcDiscoveryUrl: issuer.url, claimMetadataMapping: { team: 'team' } }, 422, /claimMetadataMapping/],
+    [{ oidcDiscoveryUrl: issuer.url, configurationType: 'jwks' }, 422, /configurationType/],
+  ] as Array<[unknown, number, RegExp]>) {
+    refused(t, await call('POST', CFG(seeded.identityId), body), status, message);
+  }
+
+  const attach = await call('POST', CFG(seeded.identityId), {
+    oidcDiscoveryUrl: issuer.url,
+    boundSubject: 'system:serviceaccount:external-secrets:*',
+    boundAudiences: 'https://vault.example.test',
+    accessTokenTTL: 300,
+  });
+  t.equal(attach.status, 200, JSON.stringify(attach.body));
+  t.match(attach.body.identityOidcAuth, {
+    id: seeded.identityId,
+    identityId: seeded.identityId,
+    oidcDiscoveryUrl: issuer.url,
+    caCert: '',
+    boundIssuer: '',
+    boundAudiences: 'https://vault.example.test',
+    boundClaims: {},
+    boundSubject: 'system:serviceaccount:external-secrets:*',
+    accessTokenTTL: 300,
+    accessTokenMaxTTL: 2592000,
+  });
+  t.same((await call('GET', CFG(seeded.identityId))).body, attach.body);
+
+  const ok = await login(await issuer.sign());
+  t.equal(ok.status, 200, JSON.stringify(ok.body));
+  t.match(ok.body, { expiresIn: 300, accessTokenMaxTTL: 2592000, tokenType: 'Bearer' });
+  t.equal((await read(ok.body.accessToken)).status, 200);
+  t.equal(issuer.hits.discovery, 1);
+
+  const claims = k8sClaims(issuer.url);
+  refused(t, await login(await issuer.sign({ ...claims, iss: 'https://elsewhere.example.test' })), 403, /issuer mismatch/);
+  refused(t, await login(await issuer.sign({ ...claims, sub: 'system:serviceaccount:default:default' })), 403, /subject not allowed/);
+  refused(t, await login(await issuer.sign({ ...claims, aud: 'sts.amazonaws.com' })), 401, /audience not allowed/);
+
+  // A bound issuer replaces the provider's: the token must name the bound one.
+  t.equal((await call('PATCH', CFG(seeded.identityId), { boundIssuer: 'https://kubernetes.default.svc' })).status, 200);
+  refused(t, await login(await issuer.sign()), 403, /issuer mismatch/);
+  t.equal((await login(await issuer.sign({ ...claims, iss: 'https://kubernetes.default.svc' }))).status, 200);
+  t.equal((await call('PATCH', CFG(seeded.identityId), { boundIssuer: '' })).status, 200);
+
+  // Another provider URL while it is down: 503 within the deadline, never a 401 or a 200.
+  const down = await startIssuer(t);
+  t.equal((await call('PATCH', CFG(seeded.identityId), { oidcDiscoveryUrl: down.url })).status, 200);
+  down.mode = 'hang';
+  const started = Date.now();
+  const hung = await login(await down.sign());
+  refused(t, hung, 503, /discovery document could not be read/);
+  t.ok(Date.now() - started < 1000, 'within the request deadline');
+  await down.stop();
+
+  const token = (await (async () => {
+    await call('PATCH', CFG(seeded.identityId), { oidcDiscoveryUrl: issuer.url });
+    return login(await issuer.sign());
+  })()).body.accessToken;
+  t.equal((await read(token)).status, 200);
+  const removed = await call('DELETE', CFG(seeded.identityId));
+  t.equal(removed.status, 200, JSON.stringify(removed.body));
+  t.equal((await read(token)).status, 401, 'the tokens OIDC Auth issued die with it');
+  t.equal((await read(ok.body.accessToken)).status, 401);
+  refused(t, await login(await issuer.sign()), 404, /OIDC Auth method not found/);
+  // Universal Auth of the same identity is untouched.
+  const ua = await request(`${svc.url}/api/v1/auth/universal-auth/login`, { method: 'POST', json: { clientId: seeded.clientId, clientSecret: seeded.clientSecret } });
+  t.equal((await read(ua.body.accessToken)).status, 200, 'Universal Auth still logs in and reads');
+});
