@@ -3,6 +3,9 @@
 // folders and environments. Results are asserted, not just the absence of an error.
 import { InfisicalSDK } from '@infisical/sdk';
 import t from 'tap';
+import { SYSTEM } from '../../server/domain/access.js';
+import { request } from '../helpers/http.js';
+import { startIssuer } from '../helpers/issuer.js';
 import { BACKENDS, INVENTORY, seedHomelab, startTestService, testEnv } from '../helpers/service.js';
 
 for (const backend of BACKENDS) {
@@ -23,6 +26,23 @@ for (const backend of BACKENDS) {
       t.equal(tokenId(renewed), tokenId(first), 'the same access token, renewed (re-signed when a second has passed)');
       const listed = await client.secrets().listSecrets({ ...at, secretPath: '/' });
       t.equal(listed.secrets.length, Object.keys(INVENTORY).length, 'the renewed token reads');
+    });
+
+    // SDK 5.0.2 has no jwtAuth login (its auth() offers universalAuth, awsIamAuth and
+    // accessToken): the login goes over HTTP, and the SDK is handed the access token.
+    await t.test('a JWT Auth access token drives the SDK: accessToken(), listSecrets, renew', async (t) => {
+      const issuer = await startIssuer(t);
+      await svc.services.jwtAuth.attach(SYSTEM, 'jwt-auth', seeded.identityId, { configurationType: 'static', publicKeys: [issuer.keys[0]!.spki] });
+      const login = await request(`${svc.url}/api/v1/auth/jwt-auth/login`, { method: 'POST', json: { identityId: seeded.identityId, jwt: await issuer.sign() } });
+      t.equal(login.status, 200, JSON.stringify(login.body));
+      const viaJwt = new InfisicalSDK({ siteUrl: svc.url }).auth().accessToken(login.body.accessToken);
+      const listed = await viaJwt.secrets().listSecrets({ ...at, secretPath: '/' });
+      t.same(Object.fromEntries(listed.secrets.map((s) => [s.secretKey, s.secretValue])), INVENTORY, 'listSecrets with the JWT Auth token');
+      const renewed = await viaJwt.auth().universalAuth.renew();
+      t.type(renewed.auth().getAccessToken(), 'string', 'renewed through the SDK (the renew route serves every method)');
+      t.equal((await renewed.secrets().getSecret({ ...at, secretPath: '/', secretName: 'ROUTER_API_KEY' })).secretValue, INVENTORY.ROUTER_API_KEY);
+      await svc.services.jwtAuth.revoke(SYSTEM, 'jwt-auth', seeded.identityId);
+      await t.rejects(renewed.secrets().listSecrets({ ...at, secretPath: '/' }), { message: /\[StatusCode=401\]/ }, 'dead once JWT Auth is removed');
     });
 
     await t.test('secrets: list, get, create, update, delete', async (t) => {
