@@ -71,6 +71,11 @@ t.test('tokens re-signed with AUTH_SECRET are refused unless they match their ro
     const esoClaims = await identities.verify(eso);
     const otherSecret = await identities.sign({ ...readerClaims, clientSecretId: esoClaims.clientSecretId, exp });
     t.equal((await list(otherSecret)).status, 401, 'nor with another client secret');
+    // Bound by method: the Universal Auth row re-signed as a JWT / OIDC Auth token (no client secret).
+    for (const authMethod of ['jwt-auth', 'oidc-auth'] as const) {
+      t.equal((await list(await identities.sign({ ...readerClaims, authMethod, exp }))).status, 401, `nor as a ${authMethod} token`);
+      t.equal((await list(await identities.sign({ ...readerClaims, clientSecretId: '', authMethod, exp }))).status, 401, `nor as a ${authMethod} token without its secret`);
+    }
   });
 
   await t.test("a revoke cannot reach another identity's token", async (t) => {
