@@ -25,13 +25,16 @@ export interface MembershipView extends MembershipRow {
   userFirstName: string | null;
   userLastName: string | null;
   identityHasUniversalAuth: boolean;
+  /** JWT / OIDC auth attached to the identity (storage/jwtAuth.ts); [] for a person. */
+  identityTokenAuthMethods: string[];
 }
 
 export function membershipsStore(sql: Queryable) {
   const column = (kind: MemberKind) => (kind === 'identity' ? sql`identity_id` : sql`user_id`);
   const views = (where: postgres.Fragment) => sql<MembershipView[]>`select m.*,
       i.name as identity_name, u.email as user_email, u.first_name as user_first_name, u.last_name as user_last_name,
-      (ua.identity_id is not null) as identity_has_universal_auth
+      (ua.identity_id is not null) as identity_has_universal_auth,
+      array(select j.method from identity_jwt_auths j where j.identity_id = m.identity_id order by j.method) as identity_token_auth_methods
     from project_memberships m
     left join identities i on i.id = m.identity_id
     left join identity_universal_auth ua on ua.identity_id = m.identity_id

@@ -47,7 +47,7 @@ export function identityMembershipJson(m: MembershipView) {
     projectId: m.projectId,
     role: m.role,
     roles: rolesJson(m),
-    identity: { id: m.identityId, name: m.identityName, authMethods: m.identityHasUniversalAuth ? ['universal-auth'] : [] },
+    identity: { id: m.identityId, name: m.identityName, authMethods: [...(m.identityHasUniversalAuth ? ['universal-auth'] : []), ...m.identityTokenAuthMethods] },
     createdAt: m.createdAt.toISOString(),
     updatedAt: m.updatedAt.toISOString(),
   };

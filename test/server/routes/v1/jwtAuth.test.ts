@@ -68,7 +68,9 @@ t.test('static keys: attach in Infisical shape, log in, read, bindings refused w
   t.same((await call('GET', CFG(seeded.identityId))).body, attach.body, 'GET answers what was attached');
   t.equal((await call('POST', CFG(seeded.identityId), { configurationType: 'static', publicKeys: [issuer.keys[0]!.spki] })).status, 400, 'attached once');
   const identity = (await call('GET', `/api/v1/identities/${seeded.identityId}`)).body.identity;
-  t.ok(identity.authMethods.includes('jwt-auth'), `the identity lists jwt-auth: ${JSON.stringify(identity.authMethods)}`);
+  t.same(identity.authMethods, ['universal-auth', 'jwt-auth'], 'the identity lists its methods');
+  const membership = (await call('GET', `/api/v1/projects/${seeded.projectId}/memberships/identities/${seeded.identityId}`)).body;
+  t.same(membership.identityMembership?.identity?.authMethods, ['universal-auth', 'jwt-auth'], `so does its membership: ${JSON.stringify(membership).slice(0, 200)}`);
 
   const ok = await login(await issuer.sign());
   t.equal(ok.status, 200, JSON.stringify(ok.body));
