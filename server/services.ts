@@ -18,6 +18,7 @@ import { identitiesDomain, type IdentitiesDomain } from './domain/identities.js'
 import { openKeyring, type Keyring } from './domain/keyring.js';
 import { machineAuth, type MachineAuth } from './domain/machineAuth.js';
 import { membershipsDomain, type MembershipsDomain } from './domain/memberships.js';
+import { rolesDomain, type RolesDomain } from './domain/roles.js';
 import { writePipeline, type CommittedChange, type WritePipeline } from './domain/pipeline.js';
 import type { Logger } from './log.js';
 import { projectsDomain, type ProjectsDomain } from './domain/projects.js';
@@ -45,6 +46,7 @@ export interface Services {
   folders: FoldersDomain;
   identities: IdentitiesDomain;
   memberships: MembershipsDomain;
+  roles: RolesDomain;
   audit: AuditDomain;
   users: UsersDomain;
   auth: Authenticator;
@@ -301,6 +303,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       folders: foldersDomain({ store, access, changes }),
       identities: identitiesDomain({ store, keyring, changes }),
       memberships: membershipsDomain({ store, access, changes }),
+      roles: rolesDomain({ store, access, changes }),
       audit: auditDomain({ store, access }),
       close,
     };
