@@ -12,6 +12,7 @@ import { registerEnvironmentRoutes } from './routes/v1/environments.js';
 import { registerExportRoutes } from './routes/v1/export.js';
 import { registerIdentityRoutes } from './routes/v1/identities.js';
 import { registerMembershipRoutes } from './routes/v1/memberships.js';
+import { registerRoleRoutes } from './routes/v1/roles.js';
 import { registerProjectRoutes } from './routes/v1/projects.js';
 import { registerSecretVersionRoutes } from './routes/v1/secretVersions.js';
 import { registerUniversalAuthRoutes } from './routes/v1/universalAuth.js';
@@ -59,6 +60,7 @@ const ROUTE_MODULES: ReadonlyArray<(api: Api, svc: Services) => void> = [
   registerProjectRoutes,
   registerEnvironmentRoutes,
   registerMembershipRoutes,
+  registerRoleRoutes,
   registerFolderRoutes,
   registerV3SecretRoutes,
   registerV4SecretRoutes,
