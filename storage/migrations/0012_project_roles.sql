@@ -2,7 +2,8 @@
 -- which actions, in which environment (or any) and under which secret-path glob, allowed
 -- or denied (deny wins). `version` is bumped by every change so compiled rules can be
 -- cached per role version. A membership holds either a built-in role, or 'custom' and
--- the custom role's id; a role still assigned cannot be deleted (restrict).
+-- the custom role's id; a role still assigned cannot be deleted (the foreign key, checked
+-- at the end of the statement, so a project's delete takes its roles and memberships together).
 create table project_roles (
   id uuid primary key,
   project_id uuid not null references projects (id) on delete cascade,
@@ -23,6 +24,6 @@ alter table project_memberships add constraint project_memberships_role_check
 alter table project_memberships add column custom_role_id uuid;
 -- The role must be one of the membership's own project.
 alter table project_memberships add constraint project_memberships_custom_role_fk
-  foreign key (project_id, custom_role_id) references project_roles (project_id, id) on delete restrict;
+  foreign key (project_id, custom_role_id) references project_roles (project_id, id);
 alter table project_memberships add constraint project_memberships_custom_role_check
   check ((role = 'custom') = (custom_role_id is not null));

@@ -89,6 +89,15 @@ t.test('custom roles', async (t) => {
     t.same((await call('GET', base)).body.roles, []);
   });
 
+  await t.test('a project delete takes its roles and the memberships holding them', async (t) => {
+    const R = (await svc.services.projects.create(SYSTEM, { name: 'doomed' })).id;
+    const role = (await call('POST', `/api/v1/projects/${R}/roles`, { slug: 'reader', name: 'Reader', permissions: [{ subject: 'secrets', action: ['read'] }] })).body.role;
+    const m = await machine(svc, 'doomed-eso');
+    t.equal((await call('POST', `/api/v1/projects/${R}/memberships/identities/${m.identityId}`, { role: role.slug })).status, 200);
+    t.equal((await call('DELETE', `/api/v1/projects/${R}`)).status, 200);
+    t.equal((await svc.services.store.sql<{ n: number }[]>`select count(*)::int as n from project_roles where project_id = ${R}`)[0]!.n, 0);
+  });
+
   await t.test('a role of another project is not assignable, and roles are per project', async (t) => {
     const Q = (await svc.services.projects.create(SYSTEM, { name: 'other' })).id;
     t.equal((await call('POST', `/api/v1/projects/${Q}/roles`, { slug: 'q-only', name: 'Q', permissions: [] })).status, 200);
