@@ -14,6 +14,7 @@ import { registerIdentityRoutes } from './routes/v1/identities.js';
 import { registerJwtAuthRoutes } from './routes/v1/jwtAuth.js';
 import { registerOidcAuthRoutes } from './routes/v1/oidcAuth.js';
 import { registerMembershipRoutes } from './routes/v1/memberships.js';
+import { registerRoleRoutes } from './routes/v1/roles.js';
 import { registerProjectRoutes } from './routes/v1/projects.js';
 import { registerSecretVersionRoutes } from './routes/v1/secretVersions.js';
 import { registerUniversalAuthRoutes } from './routes/v1/universalAuth.js';
@@ -63,6 +64,7 @@ const ROUTE_MODULES: ReadonlyArray<(api: Api, svc: Services) => void> = [
   registerProjectRoutes,
   registerEnvironmentRoutes,
   registerMembershipRoutes,
+  registerRoleRoutes,
   registerFolderRoutes,
   registerV3SecretRoutes,
   registerV4SecretRoutes,

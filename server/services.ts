@@ -20,6 +20,7 @@ import { keySources } from './domain/jwtKeys.js';
 import { openKeyring, type Keyring } from './domain/keyring.js';
 import { machineAuth, type MachineAuth } from './domain/machineAuth.js';
 import { membershipsDomain, type MembershipsDomain } from './domain/memberships.js';
+import { rolesDomain, type RolesDomain } from './domain/roles.js';
 import { writePipeline, type CommittedChange, type WritePipeline } from './domain/pipeline.js';
 import type { Logger } from './log.js';
 import { projectsDomain, type ProjectsDomain } from './domain/projects.js';
@@ -49,6 +50,7 @@ export interface Services {
   /** JWT and OIDC auth of machine identities. */
   jwtAuth: JwtAuthDomain;
   memberships: MembershipsDomain;
+  roles: RolesDomain;
   audit: AuditDomain;
   users: UsersDomain;
   auth: Authenticator;
@@ -307,6 +309,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       // A key-source fetch ends well within the request deadline (a hung JWKS server is a 503, not a timeout).
       jwtAuth: jwtAuthDomain({ store, changes, machineAuth: machine, keys: keySources({ timeoutMs: Math.min(3000, Math.floor(config.requestDeadlineMs / 2)) }) }),
       memberships: membershipsDomain({ store, access, changes }),
+      roles: rolesDomain({ store, access, changes }),
       audit: auditDomain({ store, access }),
       close,
     };

@@ -9,6 +9,7 @@ import { keysStore } from './keys.js';
 import { loginAttemptsStore } from './loginAttempts.js';
 import { membershipsStore } from './memberships.js';
 import { organizationsStore } from './organizations.js';
+import { projectRolesStore } from './projectRoles.js';
 import { projectsStore } from './projects.js';
 import { secretsStore } from './secrets.js';
 import { usersStore } from './users.js';
@@ -23,6 +24,7 @@ function bind(sql: Queryable, opts: StoreOptions) {
     identities: identitiesStore(sql),
     jwtAuths: jwtAuthStore(sql),
     memberships: membershipsStore(sql),
+    projectRoles: projectRolesStore(sql),
     audit: auditStore(sql, opts.auditKey),
     users: usersStore(sql),
     loginAttempts: loginAttemptsStore(sql),

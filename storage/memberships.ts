@@ -5,13 +5,26 @@ import type { Queryable } from './db.js';
 
 export const ROLES = ['admin', 'member', 'viewer', 'no-access'] as const;
 export type Role = (typeof ROLES)[number];
+/** What a membership row holds: a built-in role, or 'custom' with the custom role's id. */
+export type MembershipRole = Role | 'custom';
+
+/** A member's role as access control needs it: the built-in role, or the custom role's rules. */
+export interface MemberRoleRecord {
+  role: MembershipRole;
+  customRoleId: string | null;
+  customRoleSlug: string | null;
+  /** The custom role's permissions as stored (validated when written); null for a built-in role. */
+  permissions: unknown;
+  roleVersion: number | null;
+}
 
 export interface MembershipRow {
   id: string;
   projectId: string;
   identityId: string | null;
   userId: string | null;
-  role: Role;
+  role: MembershipRole;
+  customRoleId: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -27,6 +40,7 @@ export interface MembershipView extends MembershipRow {
   identityHasUniversalAuth: boolean;
   /** JWT / OIDC auth attached to the identity (storage/jwtAuth.ts); [] for a person. */
   identityTokenAuthMethods: string[];
+  customRoleSlug: string | null;
 }
 
 export function membershipsStore(sql: Queryable) {
@@ -34,8 +48,10 @@ export function membershipsStore(sql: Queryable) {
   const views = (where: postgres.Fragment) => sql<MembershipView[]>`select m.*,
       i.name as identity_name, u.email as user_email, u.first_name as user_first_name, u.last_name as user_last_name,
       (ua.identity_id is not null) as identity_has_universal_auth,
-      array(select j.method from identity_jwt_auths j where j.identity_id = m.identity_id order by j.method) as identity_token_auth_methods
+      array(select j.method from identity_jwt_auths j where j.identity_id = m.identity_id order by j.method) as identity_token_auth_methods,
+      r.slug as custom_role_slug
     from project_memberships m
+    left join project_roles r on r.id = m.custom_role_id
     left join identities i on i.id = m.identity_id
     left join identity_universal_auth ua on ua.identity_id = m.identity_id
     left join users u on u.id = m.user_id
@@ -53,14 +69,14 @@ export function membershipsStore(sql: Queryable) {
     },
 
     /** Plain insert: a second membership of the same member is a unique violation (409). */
-    async insert(projectId: string, kind: MemberKind, memberId: string, role: Role): Promise<MembershipRow> {
-      const [row] = await sql<MembershipRow[]>`insert into project_memberships (id, project_id, ${column(kind)}, role)
-        values (${randomUUID()}, ${projectId}, ${memberId}, ${role}) returning *`;
+    async insert(projectId: string, kind: MemberKind, memberId: string, role: MembershipRole, customRoleId: string | null = null): Promise<MembershipRow> {
+      const [row] = await sql<MembershipRow[]>`insert into project_memberships (id, project_id, ${column(kind)}, role, custom_role_id)
+        values (${randomUUID()}, ${projectId}, ${memberId}, ${role}, ${customRoleId}) returning *`;
       return row!;
     },
 
-    async updateRole(projectId: string, kind: MemberKind, memberId: string, role: Role): Promise<MembershipRow | undefined> {
-      const [row] = await sql<MembershipRow[]>`update project_memberships set role = ${role}, updated_at = now()
+    async updateRole(projectId: string, kind: MemberKind, memberId: string, role: MembershipRole, customRoleId: string | null = null): Promise<MembershipRow | undefined> {
+      const [row] = await sql<MembershipRow[]>`update project_memberships set role = ${role}, custom_role_id = ${customRoleId}, updated_at = now()
         where project_id = ${projectId} and ${column(kind)} = ${memberId} returning *`;
       return row;
     },
@@ -71,22 +87,30 @@ export function membershipsStore(sql: Queryable) {
       return row;
     },
 
-    async roleOfIdentity(projectId: string, identityId: string): Promise<Role | undefined> {
-      const [row] = await sql<{ role: Role }[]>`select role from project_memberships
-        where project_id = ${projectId} and identity_id = ${identityId}`;
-      return row?.role;
+    async roleOfIdentity(projectId: string, identityId: string): Promise<MemberRoleRecord | undefined> {
+      const [row] = await sql<MemberRoleRecord[]>`select m.role, m.custom_role_id, r.slug as custom_role_slug, r.permissions, r.version as role_version
+        from project_memberships m left join project_roles r on r.id = m.custom_role_id
+        where m.project_id = ${projectId} and m.identity_id = ${identityId}`;
+      return row;
     },
 
-    async roleOfUser(projectId: string, userId: string): Promise<Role | undefined> {
-      const [row] = await sql<{ role: Role }[]>`select role from project_memberships
-        where project_id = ${projectId} and user_id = ${userId}`;
-      return row?.role;
+    async roleOfUser(projectId: string, userId: string): Promise<MemberRoleRecord | undefined> {
+      const [row] = await sql<MemberRoleRecord[]>`select m.role, m.custom_role_id, r.slug as custom_role_slug, r.permissions, r.version as role_version
+        from project_memberships m left join project_roles r on r.id = m.custom_role_id
+        where m.project_id = ${projectId} and m.user_id = ${userId}`;
+      return row;
+    },
+
+    /** How many memberships hold the custom role (a role in use cannot be deleted). */
+    async countWithCustomRole(roleId: string): Promise<number> {
+      const [row] = await sql<{ n: number }[]>`select count(*)::int as n from project_memberships where custom_role_id = ${roleId}`;
+      return row!.n;
     },
 
     async upsertIdentity(projectId: string, identityId: string, role: Role): Promise<MembershipRow> {
       const [row] = await sql<MembershipRow[]>`insert into project_memberships (id, project_id, identity_id, role)
         values (${randomUUID()}, ${projectId}, ${identityId}, ${role})
-        on conflict (project_id, identity_id) do update set role = excluded.role, updated_at = now()
+        on conflict (project_id, identity_id) do update set role = excluded.role, custom_role_id = null, updated_at = now()
         returning *`;
       return row!;
     },
@@ -94,7 +118,7 @@ export function membershipsStore(sql: Queryable) {
     async upsertUser(projectId: string, userId: string, role: Role): Promise<MembershipRow> {
       const [row] = await sql<MembershipRow[]>`insert into project_memberships (id, project_id, user_id, role)
         values (${randomUUID()}, ${projectId}, ${userId}, ${role})
-        on conflict (project_id, user_id) do update set role = excluded.role, updated_at = now()
+        on conflict (project_id, user_id) do update set role = excluded.role, custom_role_id = null, updated_at = now()
         returning *`;
       return row!;
     },

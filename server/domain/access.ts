@@ -1,7 +1,7 @@
 // Who may do what: the project an actor names is resolved first (404), then the
 // actor's role in it is checked (403), as Infisical orders them.
 import type { Store } from '../../storage/index.js';
-import type { Role } from '../../storage/memberships.js';
+import type { MemberRoleRecord, Role } from '../../storage/memberships.js';
 import type { EnvironmentRow, ProjectRecord } from '../../storage/projects.js';
 import { AppError } from '../errors.js';
 import type { Caches } from './caches.js';
@@ -34,6 +34,170 @@ export const isUuid = (s: string) => UUID.test(s);
 
 export type Permission = 'secrets:read' | 'secrets:write' | 'project:admin';
 
+// -- rules ---------------------------------------------------------------------------
+//
+// A role is a list of rules over secrets: actions, an environment (or any), a secret-path
+// glob (or any), allowed or denied; a deny that matches wins over every allow. The four
+// built-in roles are rules too (BUILT_IN_RULES). Rules are compiled once per role version
+// (globs to anchored regular expressions); the decision is `maySecrets`.
+
+export const SECRET_ACTIONS = ['describe', 'readValue', 'create', 'edit', 'delete'] as const;
+export type SecretAction = (typeof SECRET_ACTIONS)[number];
+
+/** One rule as stored and as the roles API answers it (Infisical's permission shape, subject 'secrets'). */
+export interface SecretRule {
+  subject: 'secrets';
+  /** Infisical's action names: describeSecret, readValue, read (= both), create, edit, delete. */
+  action: string[];
+  conditions?: { environment?: string; secretPath?: { $glob: string } };
+  inverted?: boolean;
+}
+
+/** Infisical's action names on the wire → ours. */
+export const WIRE_ACTIONS: Record<string, SecretAction[]> = {
+  read: ['describe', 'readValue'],
+  describeSecret: ['describe'],
+  readValue: ['readValue'],
+  create: ['create'],
+  edit: ['edit'],
+  delete: ['delete'],
+};
+
+const BIT: Record<SecretAction, number> = { describe: 1, readValue: 2, create: 4, edit: 8, delete: 16 };
+const ALL_BITS = 31;
+
+const ALL_ACTIONS: SecretRule = { subject: 'secrets', action: ['read', 'create', 'edit', 'delete'] };
+export const BUILT_IN_RULES: Record<Role, SecretRule[]> = {
+  admin: [ALL_ACTIONS],
+  member: [ALL_ACTIONS],
+  viewer: [{ subject: 'secrets', action: ['read'] }],
+  'no-access': [],
+};
+
+/** Characters a secret-path glob may hold: a path's own (letters, digits, _ . -) and * ? as wildcards. */
+const GLOB_CHARS = /^\/[A-Za-z0-9_.\-/*?]*$/;
+
+/** Why `glob` is not a secret-path glob, or null. */
+export function globProblem(glob: string): string | null {
+  if (glob.length > 1024) return 'is longer than 1024 characters';
+  if (!GLOB_CHARS.test(glob)) return 'must start with "/" and hold only letters, digits, _ . - / and the wildcards * ? **';
+  if (glob.includes('//')) return 'must not hold an empty segment';
+  if (glob.split('/').some((seg) => seg.includes('**') && seg !== '**')) return 'may use ** only as a whole segment';
+  return null;
+}
+
+/**
+ * A secret-path glob as an anchored expression over a path WITHOUT its trailing root
+ * slash ('/' is matched as ''): `*` and `?` stay inside one segment, `**` is any number
+ * of whole segments, zero included. So '/app/**' is /app and everything below it, '/' is
+ * the root folder alone and '/**' every folder.
+ */
+export function compileGlob(glob: string): RegExp {
+  const segs = glob.replace(/\/+$/, '').split('/').slice(1);
+  let re = '';
+  for (const seg of segs) {
+    if (seg === '**') re += '(?:/[^/]+)*';
+    else re += '/' + seg.replace(/[.-]/g, (c) => `\\${c}`).replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]');
+  }
+  return new RegExp(`^${re}$`);
+}
+
+interface CompiledRule {
+  bits: number;
+  environment: string | null;
+  path: RegExp | null;
+}
+
+export interface CompiledRules {
+  /** Actions allowed everywhere by a rule without conditions, and denied nowhere: decided without matching. */
+  anywhere: number;
+  allow: CompiledRule[];
+  deny: CompiledRule[];
+}
+
+export function compileRules(rules: readonly SecretRule[]): CompiledRules {
+  const allow: CompiledRule[] = [];
+  const deny: CompiledRule[] = [];
+  for (const r of rules) {
+    let bits = 0;
+    for (const a of r.action) for (const x of WIRE_ACTIONS[a] ?? []) bits |= BIT[x];
+    // Whoever reads a value sees the name; whoever may not see a name reads no value.
+    if (!r.inverted && bits & BIT.readValue) bits |= BIT.describe;
+    if (r.inverted && bits & BIT.describe) bits |= BIT.readValue;
+    const glob = r.conditions?.secretPath?.$glob;
+    const c: CompiledRule = { bits, environment: r.conditions?.environment ?? null, path: glob === undefined ? null : compileGlob(glob) };
+    (r.inverted ? deny : allow).push(c);
+  }
+  let anywhere = 0;
+  for (const a of allow) if (a.environment === null && a.path === null) anywhere |= a.bits;
+  for (const d of deny) anywhere &= ~d.bits;
+  return { anywhere, allow, deny };
+}
+
+const matches = (r: CompiledRule, environment: string, path: string) =>
+  (r.environment === null || r.environment === environment) && (r.path === null || r.path.test(path));
+
+/** What an actor may do with secrets in one project. */
+export interface ProjectAccess {
+  /** The role's slug (built-in or custom). */
+  role: string;
+  rules: CompiledRules;
+}
+
+export const UNRESTRICTED: ProjectAccess = { role: 'admin', rules: { anywhere: ALL_BITS, allow: [], deny: [] } };
+
+/** THE decision: may `access` do `action` on the secrets of `environment` at `secretPath` (normalised)? */
+export function maySecrets(access: ProjectAccess, action: SecretAction, environment: string, secretPath: string): boolean {
+  const bit = BIT[action];
+  const { rules } = access;
+  if (rules.anywhere & bit) return true;
+  const path = secretPath === '/' ? '' : secretPath;
+  for (const d of rules.deny) if (d.bits & bit && matches(d, environment, path)) return false;
+  for (const a of rules.allow) if (a.bits & bit && matches(a, environment, path)) return true;
+  return false;
+}
+
+/** May `access` read the values of the secrets of `environment` at `secretPath` (imports and references use this). */
+export const mayReadSecrets = (access: ProjectAccess, environment: string, secretPath: string) => maySecrets(access, 'readValue', environment, secretPath);
+
+export const FORBIDDEN_MESSAGE = 'You are not allowed to access this resource';
+
+/** 403 unless `maySecrets`; the answer is the same whether or not anything exists there. */
+export function requireSecrets(access: ProjectAccess, action: SecretAction, environment: string, secretPath: string): void {
+  if (!maySecrets(access, action, environment, secretPath)) throw new AppError('FORBIDDEN', FORBIDDEN_MESSAGE);
+}
+
+/** Is everything of this environment allowed for `actions` (the hot path skips per-folder checks)? */
+export function unrestrictedFor(access: ProjectAccess, ...actions: SecretAction[]): boolean {
+  return actions.every((a) => (access.rules.anywhere & BIT[a]) !== 0);
+}
+
+// Compiled rules per custom role version: many members share one role.
+const compiledByVersion = new Map<string, CompiledRules>();
+const MAX_COMPILED = 1_000;
+const builtIn = Object.fromEntries(Object.entries(BUILT_IN_RULES).map(([k, v]) => [k, compileRules(v)])) as Record<Role, CompiledRules>;
+
+/** The access a membership row gives. */
+export function accessOf(m: MemberRoleRecord): ProjectAccess {
+  if (m.role !== 'custom') return { role: m.role, rules: builtIn[m.role] };
+  const key = `${m.customRoleId}:${m.roleVersion}`;
+  let rules = compiledByVersion.get(key);
+  if (!rules) {
+    rules = compileRules(Array.isArray(m.permissions) ? (m.permissions as SecretRule[]) : []);
+    if (compiledByVersion.size >= MAX_COMPILED) compiledByVersion.clear();
+    compiledByVersion.set(key, rules);
+  }
+  return { role: m.customRoleSlug ?? 'custom', rules };
+}
+
+/** The project-wide check of a membership: custom roles never administer the project. */
+function grants(m: MemberRoleRecord, a: ProjectAccess, p: Permission): boolean {
+  if (m.role !== 'custom') return GRANTS[m.role].has(p);
+  if (p === 'project:admin') return false;
+  const bits = a.rules.allow.reduce((n, r) => n | r.bits, a.rules.anywhere);
+  return p === 'secrets:read' ? bits !== 0 : (bits & (BIT.create | BIT.edit | BIT.delete)) !== 0;
+}
+
 const GRANTS: Record<Role, ReadonlySet<Permission>> = {
   admin: new Set(['secrets:read', 'secrets:write', 'project:admin']),
   member: new Set(['secrets:read', 'secrets:write']),
@@ -64,7 +228,7 @@ export function accessControl(deps: { store: Pick<Store, 'projects' | 'membershi
     return found;
   }
 
-  async function roleOf(projectId: string, actor: Actor): Promise<Role | null> {
+  async function roleOf(projectId: string, actor: Actor): Promise<MemberRoleRecord | null> {
     const id = actor.kind === 'identity' ? actor.identityId : actor.userId;
     return caches.roles.get(`${projectId}:${actor.kind}:${id}`, async () => {
       const role =
@@ -78,15 +242,20 @@ export function accessControl(deps: { store: Pick<Store, 'projects' | 'membershi
   return {
     project,
     roleOf,
-    /** Resolves the project and demands `permission` in it. */
-    async authorize(actor: Actor | SystemActor, ref: ProjectRef, permission: Permission): Promise<{ project: ProjectRecord; role: Role }> {
+    /** Resolves the project and demands `permission` in it; answers what the actor may do with its secrets. */
+    async authorize(
+      actor: Actor | SystemActor,
+      ref: ProjectRef,
+      permission: Permission,
+    ): Promise<{ project: ProjectRecord; role: string; access: ProjectAccess }> {
       const p = await project(ref);
       // The instance's superadmin administers every project.
-      if (actor.kind === 'system' || (actor.kind === 'user' && actor.superadmin)) return { project: p, role: 'admin' };
-      const role = await roleOf(p.id, actor);
-      if (!role) throw new AppError('FORBIDDEN', 'You are not allowed to access this resource');
-      if (!can(role, permission)) throw new AppError('FORBIDDEN', 'You are not allowed to access this resource');
-      return { project: p, role };
+      if (actor.kind === 'system' || (actor.kind === 'user' && actor.superadmin)) return { project: p, role: 'admin', access: UNRESTRICTED };
+      const m = await roleOf(p.id, actor);
+      if (!m) throw new AppError('FORBIDDEN', FORBIDDEN_MESSAGE);
+      const access = accessOf(m);
+      if (!grants(m, access, permission)) throw new AppError('FORBIDDEN', FORBIDDEN_MESSAGE);
+      return { project: p, role: access.role, access };
     },
 
     environment(project: ProjectRecord, slug: string): EnvironmentRow {

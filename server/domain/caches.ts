@@ -4,7 +4,7 @@
 import { ReadThroughCache, type CacheBus } from '../../storage/cache.js';
 import type { AccessTokenState } from '../../storage/identities.js';
 import type { FolderRow } from '../../storage/folders.js';
-import type { Role } from '../../storage/memberships.js';
+import type { MemberRoleRecord } from '../../storage/memberships.js';
 import type { ProjectRecord } from '../../storage/projects.js';
 import type { SecretCipherRow } from '../../storage/secrets.js';
 
@@ -21,6 +21,7 @@ export const topics = {
   projectSlug: 'project-slug', // key: slug
   environment: 'environment', // key: environment id (any folder or secret change inside it)
   membership: 'membership', // key: `${projectId}:${kind}:${actorId}`
+  projectRoles: 'project-roles', // key: project id (a custom role changed: every member's cached role of it)
   accessToken: 'access-token', // key: token id
   clientSecret: 'client-secret', // key: client secret id
   identity: 'identity', // key: identity id
@@ -56,7 +57,7 @@ export function createCaches(bus: CacheBus) {
   // Bound to the bus: bypassed while this replica cannot hear the others' invalidations.
   const caches = {
     projects: new ReadThroughCache<ProjectRecord | null>(CACHE_LIMITS.projects, CACHE_TTL_MS, bus),
-    roles: new ReadThroughCache<Role | null>(CACHE_LIMITS.roles, CACHE_TTL_MS, bus),
+    roles: new ReadThroughCache<MemberRoleRecord | null>(CACHE_LIMITS.roles, CACHE_TTL_MS, bus),
     folders: new ReadThroughCache<FolderSnapshot | null>(CACHE_LIMITS.folders, CACHE_TTL_MS, bus),
     accessTokens: new ReadThroughCache<AccessTokenState | null>(CACHE_LIMITS.accessTokens, CACHE_TTL_MS, bus, (state) => state !== null),
   };
@@ -75,6 +76,9 @@ export function createCaches(bus: CacheBus) {
         break;
       case topics.membership:
         caches.roles.invalidate(key);
+        break;
+      case topics.projectRoles:
+        caches.roles.invalidateWhere((k) => k.startsWith(`${key}:`));
         break;
       case topics.accessToken:
         caches.accessTokens.invalidate(key);

@@ -2,7 +2,7 @@
 // the audit trail (environment, path, format, how many; never a value) before the data is
 // handed out: an export that cannot be audited does not happen.
 import type { Crypto } from '../../crypto/index.js';
-import type { AccessControl, Actor, ProjectRef, SystemActor } from './access.js';
+import { requireSecrets, type AccessControl, type Actor, type ProjectRef, type SystemActor } from './access.js';
 import { normaliseSecretPath } from './paths.js';
 import type { Origin, WritePipeline } from './pipeline.js';
 import { openSealed, valuesAndComments } from './sealed.js';
@@ -35,6 +35,7 @@ export function exportDomain(deps: ExportDeps) {
       const { project } = grant;
       const env = access.environment(project, input.environment);
       const path = normaliseSecretPath(input.secretPath);
+      requireSecrets(grant.access, 'readValue', env.slug, path);
       const snap = await snapshots.get(env, path, false);
       const { values, comments } = valuesAndComments(snap.rows, await openSealed(crypto, project, rowItems(project, env, snap.rows)));
       // Recorded, and committed, before anything is handed out.

@@ -4,7 +4,7 @@ import type { FolderRow } from '../../storage/folders.js';
 import type { Store, TxStores } from '../../storage/index.js';
 import type { EnvironmentRow } from '../../storage/projects.js';
 import { AppError } from '../errors.js';
-import { isUuid, type AccessControl, type Actor, type ProjectRef, type SystemActor } from './access.js';
+import { isUuid, maySecrets, requireSecrets, unrestrictedFor, type AccessControl, type Actor, type ProjectAccess, type ProjectRef, type SecretAction, type SystemActor } from './access.js';
 import { topics } from './caches.js';
 import { auditCascade, refuseUnlessForced, takenMeanwhile, type ForceOptions } from './cascade.js';
 import { normaliseSecretPath } from './paths.js';
@@ -83,16 +83,23 @@ export function foldersDomain(deps: FoldersDeps) {
     return { grant, project: grant.project, env: access.environment(grant.project, w.environment) };
   }
 
+  /** 403 unless `action` is allowed at every path given (a folder's whole subtree, when it moves or goes). */
+  function requireAll(scope: ProjectAccess, action: SecretAction, env: EnvironmentRow, paths: readonly string[]) {
+    for (const p of paths) requireSecrets(scope, action, env.slug, p);
+  }
+
   return {
     /** The direct sub-folders of the folder at `path`, or with `recursive` every folder below it. */
     async list(actor: Actor | SystemActor, input: { project: ProjectRef; environment: string; path?: string; recursive?: boolean }): Promise<FolderRow[]> {
-      const { project } = await access.authorize(actor, input.project, 'secrets:read');
+      const { project, access: scope } = await access.authorize(actor, input.project, 'secrets:read');
       const env = access.environment(project, input.environment);
       const path = normaliseSecretPath(input.path);
+      // Before the look-up, and folders outside the caller's scope are neither listed nor counted.
+      requireSecrets(scope, 'describe', env.slug, path);
       const folder = await store.folders.byPath(env.id, path);
       if (!folder) throw folderNotFound(path, env);
-      if (!input.recursive) return store.folders.children(folder.id);
-      return (await store.folders.subtree(env.id, path)).filter((f) => f.id !== folder.id);
+      const found = input.recursive ? (await store.folders.subtree(env.id, path)).filter((f) => f.id !== folder.id) : await store.folders.children(folder.id);
+      return unrestrictedFor(scope, 'describe') ? found : found.filter((f) => maySecrets(scope, 'describe', env.slug, f.path));
     },
 
     /** Creates the folder `name` under `parentPath`. */
@@ -102,6 +109,7 @@ export function foldersDomain(deps: FoldersDeps) {
       const name = validateFolderName(input.name);
       const path = childPath(parentPath, name);
       normaliseSecretPath(path); // the depth limit
+      requireSecrets(grant.access, 'create', env.slug, path);
       const folder = await grant
         .run(async ({ s, audit, invalidate }) => {
           // Held: a rename or delete of the parent waits for this create, or it for them.
@@ -127,6 +135,7 @@ export function foldersDomain(deps: FoldersDeps) {
       const parentPath = normaliseSecretPath(input.path);
       const name = validateFolderName(input.name);
       const newPath = childPath(parentPath, name);
+      requireSecrets(grant.access, 'edit', env.slug, parentPath);
       const folder = await grant
         .run(async ({ s, audit, invalidate }) => {
           const root = await s.folders.byPath(env.id, '/');
@@ -134,10 +143,13 @@ export function foldersDomain(deps: FoldersDeps) {
             throw new AppError('BAD_REQUEST', 'The root folder cannot be renamed');
           }
           const { folder: target } = await childOf(s, env, parentPath, input.folder);
+          // Every folder that moves is edited where it was and where it goes.
+          const moving = (await s.folders.subtree(env.id, target.path)).map((f) => f.path);
+          requireAll(grant.access, 'edit', env, [...moving, ...moving.map((p) => newPath + p.slice(target.path.length))]);
           if (target.name === name) return target;
           if (await s.folders.byPath(env.id, newPath)) throw new AppError('BAD_REQUEST', `Folder '${newPath}' already exists`);
           // Every folder that moves must still be nameable by a path afterwards.
-          const longest = Math.max(...(await s.folders.subtree(env.id, target.path)).map((f) => f.path.length));
+          const longest = Math.max(...moving.map((p) => p.length));
           if (longest - target.path.length + newPath.length > MAX_PATH_LENGTH) {
             throw new AppError('VALIDATION', `Renamed, a folder below '${target.path}' would have a path longer than ${MAX_PATH_LENGTH} characters`);
           }
@@ -163,8 +175,11 @@ export function foldersDomain(deps: FoldersDeps) {
     async remove(actor: Actor | SystemActor, input: Where & { path?: string; folder: string } & ForceOptions): Promise<FolderRow> {
       const { grant, project, env } = await writeTo(actor, input);
       const parentPath = normaliseSecretPath(input.path);
+      requireSecrets(grant.access, 'delete', env.slug, parentPath);
       return grant.run(async ({ s, audit, invalidate }) => {
         const { folder: target, subtree } = await childOf(s, env, parentPath, input.folder);
+        // Everything below goes too.
+        requireAll(grant.access, 'delete', env, (await s.folders.subtree(env.id, target.path)).map((f) => f.path));
         const secrets = await s.secrets.inventoryOfFolders(subtree);
         refuseUnlessForced(secrets, input, `Folder '${target.path}'`);
         await s.folders.remove(target.id);

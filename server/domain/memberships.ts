@@ -3,7 +3,7 @@
 // its audit entry; after the commit the cached role is dropped on every replica, so the
 // member's very next request sees the new role.
 import type { Store } from '../../storage/index.js';
-import { ROLES, type MemberKind, type MembershipView, type Role } from '../../storage/memberships.js';
+import { ROLES, type MemberKind, type MembershipRole, type MembershipView, type Role } from '../../storage/memberships.js';
 import { AppError } from '../errors.js';
 import { isUuid, type AccessControl, type Actor, type ProjectRef, type SystemActor } from './access.js';
 import { topics } from './caches.js';
@@ -29,9 +29,23 @@ export const MEMBERSHIP_EVENTS = {
 
 const noun = (kind: MemberKind) => (kind === 'identity' ? 'Identity' : 'User');
 
-function checkRole(role: string): asserts role is Role {
-  if (!(ROLES as readonly string[]).includes(role)) throw new AppError('VALIDATION', `role must be one of ${ROLES.join(', ')}`);
+const ROLE_MESSAGE = `role must be one of ${ROLES.join(', ')} or the slug of one of the project's custom roles`;
+
+/** A role name that could name a role at all (checked before the project is looked up). */
+function checkRole(role: string): void {
+  if (role === '' || role.length > 64 || role === 'custom') throw new AppError('VALIDATION', ROLE_MESSAGE);
 }
+
+/** The built-in role, or the project's custom role with that slug (422 when neither). */
+async function resolveRole(s: { projectRoles: Pick<Store['projectRoles'], 'bySlug'> }, projectId: string, slug: string): Promise<{ role: MembershipRole; customRoleId: string | null }> {
+  if ((ROLES as readonly string[]).includes(slug)) return { role: slug as Role, customRoleId: null };
+  const custom = await s.projectRoles.bySlug(projectId, slug);
+  if (!custom) throw new AppError('VALIDATION', ROLE_MESSAGE);
+  return { role: 'custom', customRoleId: custom.id };
+}
+
+/** The role as the audit trail and the contract's `role` name it: a built-in role, or the custom role's slug. */
+const roleName = (m: Pick<MembershipView, 'role' | 'customRoleSlug'>) => (m.role === 'custom' ? (m.customRoleSlug ?? 'custom') : m.role);
 
 export function membershipsDomain(deps: MembershipsDeps) {
   const { store, access, changes } = deps;
@@ -75,12 +89,13 @@ export function membershipsDomain(deps: MembershipsDeps) {
       const { grant, project, member, id } = await memberChange(actor, input, origin);
       return grant.run(async (c) => {
         const { s, audit } = c;
+        const resolved = await resolveRole(s, project.id, role);
         const exists = member.kind === 'identity' ? await s.identities.byId(id) : await s.users.byId(id);
         if (!exists) throw notMember(member);
         if (await s.memberships.get(project.id, member.kind, id)) {
           throw new AppError('BAD_REQUEST', `${noun(member.kind)} with ID '${id}' already exists in project with ID '${project.id}'`);
         }
-        await s.memberships.insert(project.id, member.kind, id, role);
+        await s.memberships.insert(project.id, member.kind, id, resolved.role, resolved.customRoleId);
         await audit({ eventType: MEMBERSHIP_EVENTS[member.kind].add, projectId: project.id, metadata: { [`${member.kind}Id`]: id, role } });
         // A "not a member" answer may be cached for it.
         invalidateRole(c, project.id, member, id);
@@ -121,11 +136,12 @@ export function membershipsDomain(deps: MembershipsDeps) {
       const { grant, project, member, id } = await memberChange(actor, input, origin);
       return grant.run(async (c) => {
         const before = await loadView(c.s, project.id, member, id);
-        await c.s.memberships.updateRole(project.id, member.kind, id, role);
+        const resolved = await resolveRole(c.s, project.id, role);
+        await c.s.memberships.updateRole(project.id, member.kind, id, resolved.role, resolved.customRoleId);
         await c.audit({
           eventType: MEMBERSHIP_EVENTS[member.kind].update,
           projectId: project.id,
-          metadata: { [`${member.kind}Id`]: id, role, previousRole: before.role },
+          metadata: { [`${member.kind}Id`]: id, role, previousRole: roleName(before) },
         });
         invalidateRole(c, project.id, member, id);
         return loadView(c.s, project.id, member, id);
@@ -137,7 +153,7 @@ export function membershipsDomain(deps: MembershipsDeps) {
       return grant.run(async (c) => {
         const before = await loadView(c.s, project.id, member, id);
         await c.s.memberships.delete(project.id, member.kind, id);
-        await c.audit({ eventType: MEMBERSHIP_EVENTS[member.kind].remove, projectId: project.id, metadata: { [`${member.kind}Id`]: id, role: before.role } });
+        await c.audit({ eventType: MEMBERSHIP_EVENTS[member.kind].remove, projectId: project.id, metadata: { [`${member.kind}Id`]: id, role: roleName(before) } });
         invalidateRole(c, project.id, member, id);
         return before;
       });

@@ -15,9 +15,8 @@
 import type { AuditEvent } from '../../storage/audit.js';
 import type { CacheBus } from '../../storage/cache.js';
 import type { Store, TxStores } from '../../storage/index.js';
-import type { Role } from '../../storage/memberships.js';
 import type { ProjectRecord } from '../../storage/projects.js';
-import { auditActor, requireOrgAdmin, type AccessControl, type Actor, type AuditActor, type Permission, type ProjectRef, type SystemActor } from './access.js';
+import { auditActor, requireOrgAdmin, type AccessControl, type ProjectAccess, type Actor, type AuditActor, type Permission, type ProjectRef, type SystemActor } from './access.js';
 import type { Topic } from './caches.js';
 
 /** Where a change came from; recorded in its audit entries. */
@@ -45,7 +44,9 @@ export interface Grant {
 
 export interface ProjectGrant extends Grant {
   project: ProjectRecord;
-  role: Role;
+  role: string;
+  /** What the actor may do with the project's secrets (per environment and path). */
+  access: ProjectAccess;
 }
 
 /** What the pipeline reports after each committed change (metrics; never a value). */
@@ -119,8 +120,8 @@ export function writePipeline(deps: PipelineDeps) {
   return {
     /** Resolves the project (404), demands `permission` in it (403), then grants the change. */
     async inProject(actor: Actor | SystemActor, ref: ProjectRef, permission: Permission, origin: Origin = {}): Promise<ProjectGrant> {
-      const { project, role } = await access.authorize(actor, ref, permission);
-      return { project, role, ...grant(auditActor(actor), origin) };
+      const { project, role, access: scope } = await access.authorize(actor, ref, permission);
+      return { project, role, access: scope, ...grant(auditActor(actor), origin) };
     },
 
     /** Organization-wide changes (identities, people): the superadmin and the service only. */

@@ -5,7 +5,7 @@ import type { Store } from '../../storage/index.js';
 import type { EnvironmentRow, ProjectRecord } from '../../storage/projects.js';
 import type { SecretVersionRow } from '../../storage/secrets.js';
 import { AppError } from '../errors.js';
-import { auditActor, isUuid, type AccessControl, type Actor, type SystemActor } from './access.js';
+import { auditActor, isUuid, maySecrets, type AccessControl, type Actor, type ProjectAccess, type SecretAction, type SystemActor } from './access.js';
 import { topics } from './caches.js';
 import type { Origin, WritePipeline } from './pipeline.js';
 import { openSealed, sealVersion, sealedItems, valuesAndComments, versionRow } from './sealed.js';
@@ -47,6 +47,14 @@ export function secretVersionsDomain(deps: SecretVersionsDeps) {
     return loc;
   }
   const notFound = (secretId: string) => new AppError('NOT_FOUND', `Secret with ID '${secretId}' not found`);
+  /**
+   * A secret outside what the caller may describe is "not found", as an unknown id (its id
+   * must not tell it exists); one it may see but not `action` is a 403.
+   */
+  function requireOn(scope: ProjectAccess, action: SecretAction, env: EnvironmentRow, path: string, secretId: string) {
+    if (!maySecrets(scope, 'describe', env.slug, path)) throw notFound(secretId);
+    if (!maySecrets(scope, action, env.slug, path)) throw new AppError('FORBIDDEN', 'You are not allowed to access this resource');
+  }
   function environmentOf(project: ProjectRecord, environmentId: string, secretId: string): EnvironmentRow {
     const env = project.environments.find((e) => e.id === environmentId);
     if (!env) throw notFound(secretId);
@@ -57,8 +65,9 @@ export function secretVersionsDomain(deps: SecretVersionsDeps) {
     /** The version history of a secret named by id, newest first, opened in one task. */
     async list(actor: Actor | SystemActor, secretId: string, page: { offset?: number; limit?: number } = {}): Promise<SecretVersionView[]> {
       const loc = await locate(secretId);
-      const { project } = await access.authorize(actor, { id: loc.projectId }, 'secrets:read');
+      const { project, access: scope } = await access.authorize(actor, { id: loc.projectId }, 'secrets:read');
       const env = environmentOf(project, loc.environmentId, secretId);
+      requireOn(scope, 'readValue', env, loc.folderPath, secretId);
       const rows = await store.secrets.versions(loc.id, { offset: page.offset ?? 0, limit: page.limit ?? 20 });
       const { values, comments } = valuesAndComments(rows, await openSealed(crypto, project, versionItems(project.id, env.id, rows)));
       return rows.map((r, i) => ({
@@ -88,9 +97,13 @@ export function secretVersionsDomain(deps: SecretVersionsDeps) {
       opts: { allowImmutableChange?: boolean; origin?: Origin } = {},
     ): Promise<SecretView> {
       const loc = await locate(secretId);
+      // A secret the caller may not even describe is "not found" before its lack of write rights shows.
+      const seen = await access.authorize(actor, { id: loc.projectId }, 'secrets:read');
+      requireOn(seen.access, 'describe', environmentOf(seen.project, loc.environmentId, secretId), loc.folderPath, secretId);
       const grant = await changes.inProject(actor, { id: loc.projectId }, 'secrets:write', opts.origin);
       const { project } = grant;
       const env = environmentOf(project, loc.environmentId, secretId);
+      requireOn(grant.access, 'edit', env, loc.folderPath, secretId);
       const result = await grant.run(async ({ s, audit, invalidate }) => {
         const cur = await s.secrets.byIdForUpdate(loc.id);
         if (!cur) throw notFound(secretId);

@@ -8,7 +8,7 @@ import type { Store, TxStores } from '../../storage/index.js';
 import type { EnvironmentRow, ProjectRecord } from '../../storage/projects.js';
 import type { SecretCipherRow } from '../../storage/secrets.js';
 import { AppError } from '../errors.js';
-import { auditActor, type AccessControl, type Actor, type ProjectRef, type SystemActor } from './access.js';
+import { auditActor, maySecrets, mayReadSecrets, requireSecrets, unrestrictedFor, type AccessControl, type Actor, type ProjectAccess, type ProjectRef, type SecretAction, type SystemActor } from './access.js';
 import { topics, type FolderSnapshot } from './caches.js';
 import { normaliseSecretPath } from './paths.js';
 import type { Origin, WritePipeline } from './pipeline.js';
@@ -74,6 +74,14 @@ export const REQUIRES_OVERRIDE = { details: { requires: 'overrideImmutable' } } 
 
 /** Most secrets one batch request may create. */
 export const MAX_BATCH = 1000;
+
+/**
+ * The refusal of a reference into a scope the caller cannot read, as Infisical refuses it
+ * (403), checked before any look-up. It does not name the target: a reference is part of
+ * a secret value, and values never reach error messages.
+ */
+export const referenceForbidden = () =>
+  new AppError('FORBIDDEN', 'You are attempting to reference secrets from an environment or path which you do not have access to');
 
 export const secretNotFound = (name: string) => new AppError('NOT_FOUND', `Secret with name '${name}' not found`);
 
@@ -185,14 +193,24 @@ export function secretsDomain(deps: SecretsDeps) {
    * path) stays unexpanded, as in Infisical; any other failure (database, cache, crypto)
    * fails the request: an unexpanded reference must never stand in for a fault.
    */
-  async function resolveTargets(project: ProjectRecord, targets: ReferenceTarget[]): Promise<Map<string, string>> {
+  async function resolveTargets(project: ProjectRecord, scope: ProjectAccess, targets: ReferenceTarget[]): Promise<Map<string, string>> {
     const found: { target: ReferenceTarget; row: SecretCipherRow; env: EnvironmentRow }[] = [];
     for (const t of targets) {
+      let path: string;
+      try {
+        path = normaliseSecretPath(t.path);
+      } catch (err) {
+        if (err instanceof AppError && err.code === 'VALIDATION') continue;
+        throw err;
+      }
+      // Checked before anything is looked up: the refusal is the same whether or not the
+      // target exists, and names only what the caller's own value names.
+      if (!mayReadSecrets(scope, t.environment, path)) throw referenceForbidden();
       const env = project.environments.find((e) => e.slug === t.environment);
       if (!env) continue;
       let snap: FolderSnapshot;
       try {
-        snap = await snapshots.get(env, normaliseSecretPath(t.path), false);
+        snap = await snapshots.get(env, path, false);
       } catch (err) {
         if (err instanceof AppError && (err.code === 'SECRET_PATH_NOT_FOUND' || err.code === 'VALIDATION')) continue;
         throw err;
@@ -214,32 +232,68 @@ export function secretsDomain(deps: SecretsDeps) {
    * holds (they are not opened again); everything else referenced is opened by
    * resolveTargets, one task per round.
    */
-  async function expand(project: ProjectRecord, env: EnvironmentRow, views: SecretView[], opened: SecretView[]) {
+  async function expand(project: ProjectRecord, scope: ProjectAccess, env: EnvironmentRow, all: SecretView[], opened: SecretView[]) {
+    // A hidden value is not expanded (and does not stand for its secret's value).
+    const views = all.filter((v) => !v.valueHidden);
     if (!views.some((v) => v.value.includes('${'))) return;
     const known = new Map<string, string>();
-    for (const s of opened) known.set(targetId({ environment: env.slug, path: s.path, key: s.key }), s.value);
+    for (const s of opened) if (!s.valueHidden) known.set(targetId({ environment: env.slug, path: s.path, key: s.key }), s.value);
     const expanded = await expandReferences(
       views.map((v) => ({ value: v.value, environment: env.slug, path: v.path })),
       known,
-      (targets) => resolveTargets(project, targets),
+      (targets) => resolveTargets(project, scope, targets),
     );
     views.forEach((v, i) => (v.value = expanded[i]!));
   }
 
+  /**
+   * A list for a caller whose role is not allowed everything everywhere: only the folders
+   * it may describe are listed (their rows are neither returned nor counted), values only
+   * where it may read them (elsewhere hidden, and never decrypted).
+   */
+  async function scopedList(
+    project: ProjectRecord,
+    scope: ProjectAccess,
+    env: EnvironmentRow,
+    snap: FolderSnapshot,
+    pathOf: Map<string, string>,
+    q: ReadQuery,
+  ): Promise<SecretView[]> {
+    const may = new Map(snap.folders.map((f) => [f.id, { describe: maySecrets(scope, 'describe', env.slug, f.path), value: q.viewSecretValue !== false && maySecrets(scope, 'readValue', env.slug, f.path) }]));
+    const rows = snap.rows.filter((r) => may.get(r.folderId)!.describe);
+    const withValue = rows.filter((r) => may.get(r.folderId)!.value);
+    const without = rows.filter((r) => !may.get(r.folderId)!.value);
+    const [a, b] = await Promise.all([open(project, env, withValue, true), open(project, env, without, false)]);
+    const opened = new Map<string, { value: string | null; comment: string }>();
+    withValue.forEach((r, i) => opened.set(r.id, { value: a.values[i]!, comment: a.comments[i]! }));
+    without.forEach((r, i) => opened.set(r.id, { value: null, comment: b.comments[i]! }));
+    const views = rows.map((r) => {
+      const o = opened.get(r.id)!;
+      return secretView(project, env, r, pathOf.get(r.folderId)!, o.value, o.comment);
+    });
+    if (q.viewSecretValue !== false && q.expandSecretReferences) await expand(project, scope, env, views, views);
+    return views;
+  }
+
   /** A write's grant, environment and normalised path: 404 / 403 first, then the path's 422. */
-  async function writeTo(actor: Actor | SystemActor, w: Where) {
+  async function writeTo(actor: Actor | SystemActor, w: Where, action: SecretAction) {
     const grant = await changes.inProject(actor, w.project, 'secrets:write', w.origin);
     const env = access.environment(grant.project, w.environment);
-    return { grant, project: grant.project, env, path: normaliseSecretPath(w.secretPath) };
+    const path = normaliseSecretPath(w.secretPath);
+    requireSecrets(grant.access, action, env.slug, path);
+    return { grant, project: grant.project, env, path };
   }
 
   return {
     async list(actor: Actor, q: ReadQuery & { recursive?: boolean }): Promise<SecretView[]> {
-      const { project } = await access.authorize(actor, q.project, 'secrets:read');
+      const { project, access: scope } = await access.authorize(actor, q.project, 'secrets:read');
       const env = access.environment(project, q.environment);
       const path = normaliseSecretPath(q.secretPath);
+      // Before the look-up: a folder outside the caller's scope answers the same whether or not it exists.
+      requireSecrets(scope, 'describe', env.slug, path);
       const snap = await snapshots.get(env, path, q.recursive ?? false);
       const pathOf = new Map(snap.folders.map((f) => [f.id, f.path]));
+      if (!unrestrictedFor(scope, 'describe', 'readValue')) return scopedList(project, scope, env, snap, pathOf, q);
       if (q.viewSecretValue === false) {
         // Nothing is decrypted that the response does not contain; comments are not secret values.
         const { comments } = await open(project, env, snap.rows, false);
@@ -247,14 +301,15 @@ export function secretsDomain(deps: SecretsDeps) {
       }
       const { values, comments } = valuesAndComments(snap.rows, await openSnapshot(project, env, snap));
       const views = snap.rows.map((r, i) => secretView(project, env, r, pathOf.get(r.folderId)!, values[i]!, comments[i]!));
-      if (q.expandSecretReferences) await expand(project, env, views, views);
+      if (q.expandSecretReferences) await expand(project, scope, env, views, views);
       return views;
     },
 
     async get(actor: Actor, q: ReadQuery & { secretName: string; version?: number; type?: 'shared' | 'personal' }): Promise<SecretView> {
-      const { project } = await access.authorize(actor, q.project, 'secrets:read');
+      const { project, access: scope } = await access.authorize(actor, q.project, 'secrets:read');
       const env = access.environment(project, q.environment);
       const path = normaliseSecretPath(q.secretPath);
+      requireSecrets(scope, q.viewSecretValue === false ? 'describe' : 'readValue', env.slug, path);
       const snap = await snapshots.get(env, path, false);
       // Personal overrides are not supported: there is never a personal secret to return.
       if (q.type === 'personal') throw secretNotFound(q.secretName);
@@ -278,13 +333,13 @@ export function secretsDomain(deps: SecretsDeps) {
         // Only what the value names is opened (one task per round of references), never
         // the rest of the folder. The row itself is known already, unless an older
         // version was asked for (a reference to its key means the current one).
-        await expand(project, env, [v], isCurrent ? [v] : []);
+        await expand(project, scope, env, [v], isCurrent ? [v] : []);
       }
       return v;
     },
 
     async create(actor: Actor | SystemActor, input: NewSecret): Promise<SecretView> {
-      const { grant, project, env, path } = await writeTo(actor, input);
+      const { grant, project, env, path } = await writeTo(actor, input, 'create');
       const key = validateSecretName(input.key);
       validateTexts(input.value, input.comment);
       const id = randomUUID();
@@ -314,7 +369,7 @@ export function secretsDomain(deps: SecretsDeps) {
 
     /** A new version with a new value, comment and/or name; unchanged parts are re-sealed for it. */
     async update(actor: Actor | SystemActor, input: SecretChange): Promise<SecretView> {
-      const { grant, project, env, path } = await writeTo(actor, input);
+      const { grant, project, env, path } = await writeTo(actor, input, 'edit');
       const key = validateSecretName(input.key);
       const newKey = input.newKey === undefined ? key : validateSecretName(input.newKey);
       validateTexts(input.value, input.comment);
@@ -359,7 +414,7 @@ export function secretsDomain(deps: SecretsDeps) {
 
     /** Deletes the secret (and its versions); returns it as it was, value included, as Infisical does. */
     async remove(actor: Actor | SystemActor, input: Where & { key: string; allowImmutableChange?: boolean }): Promise<SecretView> {
-      const { grant, project, env, path } = await writeTo(actor, input);
+      const { grant, project, env, path } = await writeTo(actor, input, 'delete');
       const key = validateSecretName(input.key);
       const result = await grant.run(async ({ s, audit, invalidate }) => {
         const { folder, cur } = await lockSecret(s, env, path, key);
@@ -390,7 +445,7 @@ export function secretsDomain(deps: SecretsDeps) {
      * already was marked.
      */
     async protect(actor: Actor | SystemActor, input: Where & { key: string }): Promise<boolean> {
-      const { grant, project, env, path } = await writeTo(actor, input);
+      const { grant, project, env, path } = await writeTo(actor, input, 'edit');
       const key = validateSecretName(input.key);
       return grant.run(async ({ s, audit, invalidate }) => {
         const { folder, cur } = await lockSecret(s, env, path, key);
@@ -412,7 +467,7 @@ export function secretsDomain(deps: SecretsDeps) {
       actor: Actor | SystemActor,
       input: Where & { secrets: readonly { key: string; value: string; comment?: string; skipMultilineEncoding?: boolean }[] },
     ): Promise<SecretView[]> {
-      const { grant, project, env, path } = await writeTo(actor, input);
+      const { grant, project, env, path } = await writeTo(actor, input, 'create');
       if (input.secrets.length === 0) throw new AppError('VALIDATION', 'secrets must hold at least one secret');
       if (input.secrets.length > MAX_BATCH) throw new AppError('VALIDATION', `secrets may hold at most ${MAX_BATCH} secrets`);
       const items = input.secrets.map((x) => {

@@ -229,6 +229,24 @@ export type AuditVerify =
 
 export const ROLES = ['admin', 'member', 'viewer', 'no-access'] as const;
 
+/** One rule of a custom role, as the service (and Infisical) write it. */
+export interface RoleRule {
+  subject: 'secrets';
+  action: string[];
+  conditions?: { environment?: string; secretPath?: { $glob: string } };
+  inverted?: boolean;
+}
+export interface ProjectRole {
+  id: string;
+  slug: string;
+  name: string;
+  description: string | null;
+  /** Only when read by slug: the list leaves the rules out. */
+  permissions?: RoleRule[];
+  version?: number;
+  createdAt: string;
+}
+
 /** As the service derives it (server/domain/projects.ts slugify), to show before saving. */
 export function slugify(name: string): string {
   return name

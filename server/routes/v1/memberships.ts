@@ -26,13 +26,16 @@ const roleBody = z
     return role.trim();
   });
 
+/** The contract's `role`: a built-in role, or the custom role's slug (Infisical's `roles[]` say 'custom' and name it). */
+const roleSlug = (m: MembershipView) => (m.role === 'custom' ? (m.customRoleSlug ?? 'custom') : m.role);
+
 function rolesJson(m: MembershipView) {
   return [
     {
       id: m.id,
       role: m.role,
-      customRoleId: null,
-      customRoleSlug: null,
+      customRoleId: m.customRoleId,
+      customRoleSlug: m.customRoleSlug,
       isTemporary: false,
       createdAt: m.createdAt.toISOString(),
       updatedAt: m.updatedAt.toISOString(),
@@ -45,7 +48,7 @@ export function identityMembershipJson(m: MembershipView) {
     id: m.id,
     identityId: m.identityId,
     projectId: m.projectId,
-    role: m.role,
+    role: roleSlug(m),
     roles: rolesJson(m),
     identity: { id: m.identityId, name: m.identityName, authMethods: [...(m.identityHasUniversalAuth ? ['universal-auth'] : []), ...m.identityTokenAuthMethods] },
     createdAt: m.createdAt.toISOString(),
@@ -58,7 +61,7 @@ export function userMembershipJson(m: MembershipView) {
     id: m.id,
     userId: m.userId,
     projectId: m.projectId,
-    role: m.role,
+    role: roleSlug(m),
     roles: rolesJson(m),
     user: { id: m.userId, email: m.userEmail, username: m.userEmail, firstName: m.userFirstName, lastName: m.userLastName },
     createdAt: m.createdAt.toISOString(),
@@ -72,8 +75,8 @@ const rolesSchema = z.array(
   z.object({
     id: z.string(),
     role: z.string(),
-    customRoleId: z.null(),
-    customRoleSlug: z.null(),
+    customRoleId: z.string().nullable(),
+    customRoleSlug: z.string().nullable(),
     isTemporary: z.boolean(),
     createdAt: isoString,
     updatedAt: isoString,

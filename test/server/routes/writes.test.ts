@@ -463,6 +463,45 @@ t.test('every state-changing route goes through the write pipeline', async (t) =
         },
       ];
     }),
+    ...((): Case[] => {
+      // A custom role and an identity holding it (or not yet): what the identity reads shows the role's rules.
+      const rule = (env: string) => [{ subject: 'secrets', action: ['read'], conditions: { environment: env, secretPath: { $glob: '/**' } } }];
+      const scoped = async (assigned: boolean) => {
+        const p = await project();
+        await secret(p.slug, 'K', 'v');
+        const role = (await ok(a.call('POST', `/api/v1/projects/${p.projectId}/roles`, admin, { slug: fresh('role'), name: 'Reader', permissions: rule('prod') }), 'role')).role;
+        const m = await identity(assigned ? p.projectId : undefined, role.slug);
+        return { ...p, roleId: role.id as string, roleSlug: role.slug as string, token: await machineLogin(m.clientId, m.clientSecret) };
+      };
+      const reads = (r: Replica, c: Record<string, string>) => status(list(r, c.slug!, c.token!));
+      return [
+        {
+          route: 'POST /api/v1/projects/:projectId/roles',
+          events: ['create-project-role'],
+          prepare: project,
+          call: (r, c) => r.call('POST', `/api/v1/projects/${c.projectId}/roles`, admin, { slug: 'prod-reader', name: 'Prod reader', permissions: rule('prod') }),
+          observe: async (r, c) => (await r.call('GET', `/api/v1/projects/${c.projectId}/roles`, admin)).body.roles.map((x: any) => x.slug),
+          changed: becomes([], ['prod-reader']),
+        },
+        {
+          route: 'PATCH /api/v1/projects/:projectId/roles/:roleId',
+          events: ['update-project-role'],
+          prepare: () => scoped(true),
+          // B has the member's role (and its compiled rules) cached: the change must reach it.
+          call: (r, c) => r.call('PATCH', `/api/v1/projects/${c.projectId}/roles/${c.roleId}`, admin, { permissions: rule('dev') }),
+          observe: reads,
+          changed: becomes(200, 403),
+        },
+        {
+          route: 'DELETE /api/v1/projects/:projectId/roles/:roleId',
+          events: ['delete-project-role'],
+          prepare: () => scoped(false),
+          call: (r, c) => r.call('DELETE', `/api/v1/projects/${c.projectId}/roles/${c.roleId}`, admin),
+          observe: async (r, c) => (await r.call('GET', `/api/v1/projects/${c.projectId}/roles/slug/${c.roleSlug}`, admin)).status,
+          changed: becomes(200, 404),
+        },
+      ];
+    })(),
     // Infisical's SDKs call /api/v1/folders; the same routes answer under /api/v2.
     ...(['/api/v1/folders', '/api/v2/folders'] as const).flatMap((base): Case[] => [
       {

@@ -1,15 +1,17 @@
 // One project: header, tabs, and the Members, Audit and Settings screens
 // (Secrets lives in Secrets.tsx).
 import { createEffect, createMemo, createResource, createSignal, For, Match, on, Show, Switch } from 'solid-js';
-import { api, confirmationFlags, errorText, listIdentities, listPeople, personName, ROLES, type AuditLog, type AuditVerify, type IdentityMembership, type Project, type UserMembership } from '../api';
+import { api, confirmationFlags, errorText, listIdentities, listPeople, personName, ROLES, type AuditLog, type ProjectRole, type AuditVerify, type IdentityMembership, type Project, type UserMembership } from '../api';
 import { Badge, Button, Confirm, ConfirmDelete, createAction, Empty, ErrorText, Field, formatDate, Icon, Link, Loaded, PageHead, Pager, submitWith, Table, TextField, useId, valueOf } from '../components';
 import { lastSecretsSearch, navigate } from '../router';
 import { user } from '../session';
+import { RolesScreen } from './Roles';
 import { SecretsScreen } from './Secrets';
 
 const TABS = [
   { id: 'secrets', label: 'Secrets', icon: 'key' },
   { id: 'members', label: 'Members', icon: 'users' },
+  { id: 'roles', label: 'Roles', icon: 'shield' },
   { id: 'audit', label: 'Audit', icon: 'list' },
   { id: 'settings', label: 'Settings', icon: 'settings' },
 ] as const;
@@ -50,6 +52,9 @@ export function ProjectPage(props: { projectId: string; tab: string }) {
               <Match when={props.tab === 'members'}>
                 <MembersScreen project={p()} />
               </Match>
+              <Match when={props.tab === 'roles'}>
+                <RolesScreen project={p()} />
+              </Match>
               <Match when={props.tab === 'audit'}>
                 <AuditScreen project={p()} />
               </Match>
@@ -76,6 +81,12 @@ function MembersScreen(props: { project: Project }) {
     () => props.project.id,
     () => api<{ memberships: UserMembership[] }>('GET', `${base()}/users`).then((r) => r.memberships),
   );
+  // Built-in roles, then the project's custom roles by slug.
+  const [customRoles] = createResource(
+    () => props.project.id,
+    (id) => api<{ roles: ProjectRole[] }>('GET', `/api/v1/projects/${id}/roles`).then((r) => r.roles),
+  );
+  const roleChoices = () => [...ROLES, ...(valueOf(customRoles) ?? []).map((r) => r.slug)];
   // Only the superadmin may list identities and people; a project admin types an id.
   const [allIdentities] = createResource(() => (user()?.superAdmin ? true : undefined), listIdentities);
   const [allPeople] = createResource(() => (user()?.superAdmin ? true : undefined), listPeople);
@@ -156,7 +167,7 @@ function MembersScreen(props: { project: Project }) {
           </Show>
           <Field label="Role" for={ids.role}>
             <select id={ids.role} value={role()} onChange={(e) => setRole(e.currentTarget.value)}>
-              <For each={ROLES}>{(r) => <option value={r}>{r}</option>}</For>
+              <For each={roleChoices()}>{(r) => <option value={r}>{r}</option>}</For>
             </select>
           </Field>
           <Button type="submit" variant="primary" busy={adding.busy()}>
@@ -178,6 +189,7 @@ function MembersScreen(props: { project: Project }) {
             <MemberTable
               rows={list().map((m) => ({ id: m.identityId, name: m.identity.name, detail: m.identity.authMethods.join(', ') || 'no auth method', role: m.role }))}
               path={(id) => path('identity', id)}
+              roles={roleChoices()}
               onChanged={() => void refetchIdentities()}
               onRemove={(r) => setRemoving({ kind: 'identity', id: r.id, name: r.name })}
             />
@@ -192,6 +204,7 @@ function MembersScreen(props: { project: Project }) {
             <MemberTable
               rows={list().map((m) => ({ id: m.userId, name: personName(m.user), detail: m.user.email, role: m.role }))}
               path={(id) => path('user', id)}
+              roles={roleChoices()}
               onChanged={() => void refetchUsers()}
               onRemove={(r) => setRemoving({ kind: 'user', id: r.id, name: r.name })}
             />
@@ -227,7 +240,7 @@ interface MemberRow {
 }
 
 /** Members of one kind, each with a role select (saved at once) and Remove. */
-function MemberTable(props: { rows: MemberRow[]; path: (id: string) => string; onChanged: () => void; onRemove: (r: MemberRow) => void }) {
+function MemberTable(props: { rows: MemberRow[]; roles: string[]; path: (id: string) => string; onChanged: () => void; onRemove: (r: MemberRow) => void }) {
   const [errors, setErrors] = createSignal<Record<string, string>>({});
   const change = async (r: MemberRow, role: string) => {
     setErrors((e) => ({ ...e, [r.id]: '' }));
@@ -248,7 +261,7 @@ function MemberTable(props: { rows: MemberRow[]; path: (id: string) => string; o
           </td>
           <td>
             <select aria-label={`Role of ${r.name}`} value={r.role} onChange={(e) => void change(r, e.currentTarget.value)}>
-              <For each={ROLES}>{(role) => <option value={role}>{role}</option>}</For>
+              <For each={props.roles.includes(r.role) ? props.roles : [...props.roles, r.role]}>{(role) => <option value={role}>{role}</option>}</For>
             </select>
             <ErrorText message={errors()[r.id] || undefined} />
           </td>
