@@ -47,7 +47,9 @@ export async function startServiceProcess(opts: { databaseUrl?: string; redisUrl
   };
   if (opts.databaseUrl) env.DATABASE_URL = opts.databaseUrl;
   if (opts.redisUrl) env.REDIS_URL = opts.redisUrl;
-  const child: ChildProcess = spawn(process.execPath, ['--expose-gc', '--import', SAMPLER, MAIN], {
+  // BENCH_CPU_PROF=<dir>: V8 CPU profiles of the service's threads (main and crypto worker), written at its exit.
+  const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child: ChildProcess = spawn(process.execPath, [...prof, '--expose-gc', '--import', SAMPLER, MAIN], {
     env,
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });

@@ -24,9 +24,10 @@ const ANCHOR_INVALID =
   'Refusing to start (nothing could be audited). Run audit-verify, and restore the database from a backup ' +
   'whose audit head matches the one recorded out of band.';
 
-const auditKeyOf = (crypto: Pick<Crypto, 'macMany'>, keyId: string, wrapped: Buffer): AuditKey => ({
+const auditKeyOf = (crypto: Pick<Crypto, 'macMany'> & Partial<Pick<Crypto, 'macChain'>>, keyId: string, wrapped: Buffer): AuditKey => ({
   keyId,
   macs: (messages) => crypto.macMany(wrapped, dataKeyAad(keyId), messages),
+  ...(crypto.macChain ? { macChain: (chain) => crypto.macChain!(wrapped, dataKeyAad(keyId), chain) } : {}),
 });
 
 /**
@@ -59,7 +60,10 @@ export async function openAuditKey(store: Store, crypto: Crypto): Promise<AuditK
 }
 
 /** Read-only (audit-verify, rotate-key): the audit key, proven to unwrap under this crypto's root key. */
-export async function loadAuditKey(store: Pick<Store, 'keys' | 'audit'>, crypto: Pick<Crypto, 'macMany'>): Promise<AuditKey> {
+export async function loadAuditKey(
+  store: Pick<Store, 'keys' | 'audit'>,
+  crypto: Pick<Crypto, 'macMany'> & Partial<Pick<Crypto, 'macChain'>>,
+): Promise<AuditKey> {
   // By purpose, not by the anchor's key_id: an edited key_id is then a failed anchor MAC.
   const row = await store.keys.audit();
   if (!row) {
