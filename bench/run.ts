@@ -11,7 +11,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { startCeiling, type Ceiling } from './ceiling.js';
-import { seedHomelab, startBenchService, type BenchService, type Seeded } from './service.js';
+import { processScenarios, startServiceProcess, type ServiceProcess } from './process.js';
+import { freshDatabase, seedHomelab, startBenchService, type BenchService, type Seeded } from './service.js';
 
 function intEnv(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];
@@ -25,6 +26,8 @@ function intEnv(name: string, fallback: number, min: number, max: number): numbe
 
 const SECONDS = intEnv('BENCH_SECONDS', 10, 1, 600);
 const WARMUP_SECONDS = intEnv('BENCH_WARMUP_SECONDS', 2, 0, 60);
+/** BENCH_PARTS=http,process (default both): the in-process autocannon scenarios, the service-process rows. */
+const PARTS = (process.env.BENCH_PARTS ?? 'http,process').split(',').map((p) => p.trim());
 const CONNECTIONS = intEnv('BENCH_CONNECTIONS', 50, 1, 2000);
 
 const RAW_ROUTE = '/api/v3/secrets/raw';
@@ -137,21 +140,14 @@ function table(rows: ScenarioReport[]): string {
   return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
 }
 
-async function main(): Promise<number> {
+/** The in-process scenarios (a), (b), (c) on one backend. */
+async function runBackend(backend: Backend): Promise<{ code: number; figures: Figure[] }> {
   const started = new Date();
   const loadAtStart = loadavg()[0]!;
-  // Everything is bounded in time: three scenarios, plus generous set-up and tear-down.
-  const budgetMs = (3 * (SECONDS + WARMUP_SECONDS) + 180) * 1000;
-  const watchdog = setTimeout(() => {
-    console.error(`bench: still running after ${budgetMs / 1000} s; giving up`);
-    process.exit(2);
-  }, budgetMs);
-  watchdog.unref();
-
   let service: BenchService | undefined;
   let ceiling: Ceiling | undefined;
   try {
-    service = await startBenchService();
+    service = await startBenchService({ adminUrl: backend.adminUrl, redisUrl: backend.redisUrl });
     const seeded = await seedHomelab(service.running.services);
     const token = await login(service.url, seeded);
     const captured = await captureRaw(service.url, token, seeded.secretCount);
@@ -268,19 +264,130 @@ async function main(): Promise<number> {
       ok: problems.length === 0,
       problems,
     };
-    writeFileSync(`${RESULTS_DIR}latest.json`, JSON.stringify(out, null, 2) + '\n');
-    console.log(`results: ${RESULTS_DIR}latest.json`);
+    writeFileSync(`${RESULTS_DIR}latest-${backend.id}.json`, JSON.stringify(out, null, 2) + '\n');
+    console.log(`results: ${RESULTS_DIR}latest-${backend.id}.json`);
 
+    const figures: Figure[] = [
+      { row: '(a) ESO cycle (login, list, revoke)', backend: backend.id, value: a.cyclesPerSec!, unit: 'cycles/s', target: 1000, atLeast: true },
+      { row: '(b)/(c) throughput ratio, 14 secrets', backend: backend.id, value: throughputRatio, unit: '', target: 0.6, atLeast: true, digits: 2 },
+    ];
     if (problems.length) {
       console.error('\nBENCH FAILED: requests failed during the run');
       for (const p of problems) console.error(`  ${p}`);
-      return 1;
+      return { code: 1, figures };
     }
-    return 0;
+    return { code: 0, figures };
   } finally {
     ceiling?.close();
     if (service) await service.close();
   }
+}
+
+interface Backend {
+  id: 'embedded' | 'postgres';
+  adminUrl?: string;
+  redisUrl?: string;
+}
+
+/** Embedded always; PostgreSQL + Redis too when BENCH_DATABASE_URL is set. BENCH_BACKENDS=embedded|postgres narrows it. */
+function backends(): Backend[] {
+  const adminUrl = process.env.BENCH_DATABASE_URL?.trim() || undefined;
+  const redisUrl = process.env.BENCH_REDIS_URL?.trim() || undefined;
+  const only = process.env.BENCH_BACKENDS?.trim();
+  const all: Backend[] = [{ id: 'embedded' }];
+  if (adminUrl) all.push({ id: 'postgres', adminUrl, redisUrl });
+  if (only === 'postgres' && !adminUrl) throw new Error('BENCH_BACKENDS=postgres needs BENCH_DATABASE_URL');
+  return only ? all.filter((b) => b.id === only) : all;
+}
+
+/** One figure of issue 13's table: the value, its target and the ratio value ÷ target. */
+interface Figure {
+  row: string;
+  backend: Backend['id'];
+  value: number;
+  unit: string;
+  target: number;
+  /** true: the target is a floor (≥); false: a ceiling (≤). */
+  atLeast: boolean;
+  digits?: number;
+  note?: string;
+}
+
+function figuresTable(figures: Figure[]): string {
+  const head = ['row', 'backend', 'figure', 'target', 'ratio', 'met'];
+  const body = figures.map((f) => [
+    f.row,
+    f.backend,
+    `${f.value.toFixed(f.digits ?? 0)}${f.unit ? ` ${f.unit}` : ''}`,
+    `${f.atLeast ? '≥' : '≤'} ${f.target}${f.unit ? ` ${f.unit}` : ''}`,
+    (f.value / f.target).toFixed(2),
+    (f.atLeast ? f.value >= f.target : f.value <= f.target) ? 'yes' : 'NO',
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+}
+
+/**
+ * The rows that need the service as a process of its own (bench/process.ts): RSS right
+ * after start and after the 10k scenario, and the 10k batch create.
+ */
+async function runProcessRows(backend: Backend): Promise<Figure[]> {
+  const db = backend.adminUrl ? await freshDatabase(backend.adminUrl) : undefined;
+  let svc: ServiceProcess | undefined;
+  try {
+    console.log(`\n[${backend.id}] service process (node dist/server/main.js): RSS and the 10k batch create`);
+    svc = await startServiceProcess({ databaseUrl: db?.url, redisUrl: backend.redisUrl });
+    const p = await processScenarios(svc);
+    console.log(
+      `  RSS after start ${p.rssAfterStartMB.toFixed(0)} MB; 10k batch create ${p.batchCreate10kSeconds.toFixed(2)} s ` +
+        `(chunk of 500: p50 ${p.batchChunkMs.p50.toFixed(0)} ms, max ${p.batchChunkMs.max.toFixed(0)} ms; ` +
+        `${p.auditEntriesAdded} audit entries added, chain verified); RSS after ${p.rssAfter10kMB.toFixed(0)} MB; load ${loadavg()[0]!.toFixed(1)}`,
+    );
+    const figures: Figure[] = [
+      { row: '10k batch create (20 × 500)', backend: backend.id, value: p.batchCreate10kSeconds, unit: 's', target: 3, atLeast: false, digits: 2 },
+    ];
+    if (backend.id === 'embedded') {
+      figures.push({ row: 'RSS right after start', backend: backend.id, value: p.rssAfterStartMB, unit: 'MB', target: 150, atLeast: false });
+      figures.push({ row: 'RSS after the 10k scenario', backend: backend.id, value: p.rssAfter10kMB, unit: 'MB', target: 250, atLeast: false });
+    } else {
+      figures.push({ row: 'RSS right after start', backend: backend.id, value: p.rssAfterStartMB, unit: 'MB', target: 200, atLeast: false, note: 'no target of its own' });
+      figures.push({ row: 'RSS after the 10k scenario', backend: backend.id, value: p.rssAfter10kMB, unit: 'MB', target: 200, atLeast: false });
+    }
+    if (p.auditEntriesAdded < 10_000) throw new Error(`10k batch create: only ${p.auditEntriesAdded} audit entries were added`);
+    return figures;
+  } finally {
+    await svc?.close();
+    await db?.drop();
+  }
+}
+
+async function main(): Promise<number> {
+  const list = backends();
+  // Everything is bounded in time: per backend three scenarios, the process rows, and generous set-up and tear-down.
+  const budgetMs = list.length * (3 * (SECONDS + WARMUP_SECONDS) + 420) * 1000;
+  const watchdog = setTimeout(() => {
+    console.error(`bench: still running after ${budgetMs / 1000} s; giving up`);
+    process.exit(2);
+  }, budgetMs);
+  watchdog.unref();
+  let code = 0;
+  const figures: Figure[] = [];
+  for (const backend of list) {
+    console.log(`\n=== backend: ${backend.id} ===`);
+    if (PARTS.includes('http')) {
+      const r = await runBackend(backend);
+      code = Math.max(code, r.code);
+      figures.push(...r.figures);
+    }
+    if (PARTS.includes('process')) figures.push(...(await runProcessRows(backend)));
+  }
+  console.log(`\nIssue 13's rows (load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}):\n`);
+  console.log(figuresTable(figures));
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  writeFileSync(`${RESULTS_DIR}latest.json`, JSON.stringify({ date: new Date().toISOString(), loadAverage: loadavg(), figures }, null, 2) + '\n');
+  console.log(`results: ${RESULTS_DIR}latest.json`);
+  return code;
 }
 
 main().then(

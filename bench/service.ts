@@ -40,7 +40,9 @@ function redact(url: string): string {
  * default; BENCH_DATABASE_URL (an admin URL: a fresh `bench_<random>` database is
  * created on it and dropped after) and BENCH_REDIS_URL when set.
  */
-export async function startBenchService(): Promise<BenchService> {
+export async function startBenchService(
+  opts: { adminUrl?: string; redisUrl?: string } = { adminUrl: process.env.BENCH_DATABASE_URL, redisUrl: process.env.BENCH_REDIS_URL },
+): Promise<BenchService> {
   const cleanups: Array<() => Promise<void> | void> = [];
   const cleanup = async () => {
     for (const c of cleanups.reverse()) {
@@ -70,31 +72,16 @@ export async function startBenchService(): Promise<BenchService> {
   const backend: string[] = [];
 
   try {
-    const adminUrl = process.env.BENCH_DATABASE_URL?.trim();
+    const adminUrl = opts.adminUrl?.trim();
     if (adminUrl) {
-      const name = `bench_${randomBytes(6).toString('hex')}`;
-      const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
-      try {
-        await admin.unsafe(`create database ${name}`);
-      } finally {
-        await admin.end();
-      }
-      cleanups.push(async () => {
-        const a = postgres(adminUrl, { max: 1, onnotice: () => {} });
-        try {
-          await a.unsafe(`drop database if exists ${name} with (force)`);
-        } finally {
-          await a.end();
-        }
-      });
-      const url = new URL(adminUrl);
-      url.pathname = `/${name}`;
-      env.DATABASE_URL = url.toString();
+      const db = await freshDatabase(adminUrl);
+      cleanups.push(db.drop);
+      env.DATABASE_URL = db.url;
       backend.push(`postgres (${redact(env.DATABASE_URL)})`);
     } else {
       backend.push('embedded PGlite');
     }
-    const redisUrl = process.env.BENCH_REDIS_URL?.trim();
+    const redisUrl = opts.redisUrl?.trim();
     if (redisUrl) {
       env.REDIS_URL = redisUrl;
       backend.push(`redis (${redact(redisUrl)})`);
@@ -116,6 +103,30 @@ export async function startBenchService(): Promise<BenchService> {
     await cleanup();
     throw err;
   }
+}
+
+/** A fresh `bench_<random>` database on the server of `adminUrl`; drop() removes it. */
+export async function freshDatabase(adminUrl: string): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `bench_${randomBytes(6).toString('hex')}`;
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`create database ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const a = postgres(adminUrl, { max: 1, onnotice: () => {} });
+      try {
+        await a.unsafe(`drop database if exists ${name} with (force)`);
+      } finally {
+        await a.end();
+      }
+    },
+  };
 }
 
 const hex = (bytes: number) => randomBytes(bytes).toString('hex');

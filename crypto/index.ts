@@ -98,6 +98,16 @@ export interface Crypto {
   mac(wrappedKey: Buffer, keyAad: string, message: string): Promise<Buffer>;
   /** The MACs of several messages under the same key, in one worker task. */
   macMany(wrappedKey: Buffer, keyAad: string, messages: string[]): Promise<Buffer[]>;
+  /**
+   * A chain of MACs in one worker task: link n's message is before + hex(prev) + after,
+   * prev being link n-1's MAC (`start` for the first); `final` gets the last link's prev;
+   * `extra` are plain messages. Same MACs as macMany one link at a time.
+   */
+  macChain(
+    wrappedKey: Buffer,
+    keyAad: string,
+    chain: { start: Buffer; links: Array<[string, string]>; final: [string, string]; extra: string[] },
+  ): Promise<{ links: Buffer[]; final: Buffer; extra: Buffer[] }>;
   /** Re-wraps a data key under root key `toVersion` (which must be loaded). */
   rewrap(wrapped: Buffer, keyAad: string, toVersion: number): Promise<Buffer>;
   hashPassword(password: string): Promise<string>;
@@ -333,6 +343,17 @@ class PooledCrypto implements Crypto {
     if (!Array.isArray(messages)) throw new CryptoError('BAD_TASK');
     const { views: [key], transferList } = pack([wrappedKey]);
     return (await this.#run({ op: 'mac', wrappedKey: key!, keyAad, messages }, transferList)).macs.map(toBuffer);
+  }
+
+  async macChain(
+    wrappedKey: Buffer,
+    keyAad: string,
+    chain: { start: Buffer; links: Array<[string, string]>; final: [string, string]; extra: string[] },
+  ): Promise<{ links: Buffer[]; final: Buffer; extra: Buffer[] }> {
+    if (!chain || !Array.isArray(chain.links)) throw new CryptoError('BAD_TASK');
+    const { views: [key, start], transferList } = pack([wrappedKey, chain.start]);
+    const r = await this.#run({ op: 'macChain', wrappedKey: key!, keyAad, start: start!, links: chain.links, final: chain.final, extra: chain.extra }, transferList);
+    return { links: r.links.map(toBuffer), final: toBuffer(r.final), extra: r.extra.map(toBuffer) };
   }
 
   async rewrap(wrapped: Buffer, keyAad: string, toVersion: number): Promise<Buffer> {

@@ -26,6 +26,15 @@ export type Task =
   | { op: 'seal'; wrappedKey: Uint8Array; keyAad: string; items: Array<{ plaintext: string; aad: string }> }
   | { op: 'open'; wrappedKey: Uint8Array; keyAad: string; items: Array<{ blob: Uint8Array; aad: string }> }
   | { op: 'mac'; wrappedKey: Uint8Array; keyAad: string; messages: string[] }
+  | {
+      op: 'macChain';
+      wrappedKey: Uint8Array;
+      keyAad: string;
+      start: Uint8Array;
+      links: Array<[string, string]>;
+      final: [string, string];
+      extra: string[];
+    }
   | { op: 'rewrap'; wrapped: Uint8Array; keyAad: string; toVersion: number };
 
 /** Keys a worker, once; see init(). */
@@ -50,6 +59,7 @@ export interface Results {
   seal: { ok: true; blobs: Uint8Array[] };
   open: { ok: true; values: string[] };
   mac: { ok: true; macs: Uint8Array[] };
+  macChain: { ok: true; links: Uint8Array[]; final: Uint8Array; extra: Uint8Array[] };
   rewrap: { ok: true; wrapped: Uint8Array };
 }
 
@@ -199,6 +209,29 @@ async function dispatch(t: Task): Promise<Results[keyof Results] | Failure> {
       if (key === null) return fail('UNWRAP_FAILED');
       const macKey = Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), MAC_INFO, 32));
       return { ok: true, macs: t.messages.map((m) => createHmac('sha256', macKey).update(m, 'utf8').digest()) };
+    }
+
+    // A hash chain's links in one task (the audit trail): link n's message is
+    // before + hex(prev) + after, prev being the MAC before it (start for the first).
+    case 'macChain': {
+      const isPair = (p: unknown) => Array.isArray(p) && p.length === 2 && isStr(p[0]) && isStr(p[1]);
+      if (!isBytes(t.wrappedKey) || !isStr(t.keyAad) || !isBytes(t.start) || !Array.isArray(t.links) || !t.links.every(isPair)) {
+        return fail('BAD_TASK');
+      }
+      if (!isPair(t.final) || !Array.isArray(t.extra) || !t.extra.every(isStr)) return fail('BAD_TASK');
+      const key = await dataKey(keyProvider, asBuffer(t.wrappedKey), t.keyAad);
+      if (key === null) return fail('UNWRAP_FAILED');
+      const macKey = Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), MAC_INFO, 32));
+      const mac = (m: string) => createHmac('sha256', macKey).update(m, 'utf8').digest();
+      const links: Buffer[] = [];
+      let prev = asBuffer(t.start);
+      let lastPrev = prev;
+      for (const [before, after] of t.links) {
+        lastPrev = prev;
+        prev = mac(before + prev.toString('hex') + after);
+        links.push(prev);
+      }
+      return { ok: true, links, final: mac(t.final[0] + lastPrev.toString('hex') + t.final[1]), extra: t.extra.map(mac) };
     }
 
     // Not cached: rotation touches each key once.

@@ -32,6 +32,8 @@ export interface AuditKey {
   readonly keyId: string;
   /** HMAC-SHA-256 of each message under the audit key, computed in the crypto workers in one task. */
   macs(messages: string[]): Promise<Buffer[]>;
+  /** The same MACs over a chain of messages, in one task (see MacChain); without it, macs() one link at a time. */
+  macChain?(chain: MacChain): Promise<MacChainResult>;
   /**
    * The key version `keyId` names, when the anchor names another key than this one (a
    * rekey replaced the audit key while this process runs); undefined when there is no
@@ -42,6 +44,51 @@ export interface AuditKey {
 
 /** The entry a rekey of the audit key writes: see rekeyKey. */
 export const AUDIT_KEY_CHECKPOINT = 'audit-key-rekeyed';
+
+/**
+ * Messages whose text holds the hex of the MAC before them: link n is
+ * `before + hex(prev) + after`, where prev is `start` for the first link and link n-1's
+ * MAC after it; `final` holds the hex of the last link's prev (the head's message embeds
+ * the newest entry's message); `extra` are plain messages.
+ */
+export interface MacChain {
+  start: Buffer;
+  links: Array<[before: string, after: string]>;
+  final: [before: string, after: string];
+  extra: string[];
+}
+export interface MacChainResult {
+  links: Buffer[];
+  final: Buffer;
+  extra: Buffer[];
+}
+
+async function macChain(k: AuditKey, c: MacChain): Promise<MacChainResult> {
+  if (k.macChain) return k.macChain(c);
+  const links: Buffer[] = [];
+  let prev = c.start;
+  let lastPrev = c.start;
+  for (const [before, after] of c.links) {
+    lastPrev = prev;
+    prev = (await k.macs([before + prev.toString('hex') + after]))[0]!;
+    links.push(prev);
+  }
+  const [final, ...extra] = await k.macs([c.final[0] + lastPrev.toString('hex') + c.final[1], ...c.extra]);
+  return { links, final: final!, extra };
+}
+
+// Stands for an entry's prevHash while its message is built, so the message can be cut
+// where the predecessor's MAC goes. The first occurrence is always that place: an entry's
+// message starts [label, id, prev, …], the head's [label, key id, counts, last id, entry message].
+const PREV_PLACEHOLDER = Buffer.alloc(32, 0xab);
+const PREV_HEX = PREV_PLACEHOLDER.toString('hex');
+function splitAtPrev(message: string): [string, string] {
+  const at = message.indexOf(PREV_HEX);
+  if (at < 0) throw new Error('audit: message without its link');
+  return [message.slice(0, at), message.slice(at + PREV_HEX.length)];
+}
+
+const INSERT_CHUNK = 2000;
 
 export interface AuditEvent {
   actorType: 'user' | 'identity' | 'system';
@@ -349,14 +396,28 @@ export function auditStore(sql: Queryable, key?: AuditKey) {
     },
 
     /** Must run inside the transaction of the change it records (fails closed). */
-    async append(tx: Tx, e: AuditEvent): Promise<void> {
+    append(tx: Tx, e: AuditEvent): Promise<void> {
+      return this.appendMany(tx, [e]);
+    },
+
+    /**
+     * Appends entries in order, each its own entry and link, under one hold of the
+     * anchor's lock: one read of the anchor, one crypto task for every MAC (the chain's
+     * links are computed in the worker, each entry's MAC feeding the next one's message),
+     * one multi-row insert and one anchor update. Must run inside the transaction of the
+     * change they record (fails closed).
+     */
+    async appendMany(tx: Tx, events: readonly AuditEvent[]): Promise<void> {
+      if (events.length === 0) return;
       let k = requireKey();
-      const metadata = e.metadata ?? {};
-      // jsonb's text of the metadata, as verify will read it: asked before the lock is taken.
-      const metadataText =
-        Object.keys(metadata).length === 0
-          ? '{}'
-          : (await tx<{ text: string }[]>`select ${tx.json(metadata)}::jsonb::text as text`)[0]!.text;
+      // jsonb's text of each distinct metadata, as verify will read it: asked before the lock is taken.
+      const metadataTexts = new Map<string, string>([['{}', '{}']]);
+      for (const e of events) {
+        const json = JSON.stringify(e.metadata ?? {});
+        if (!metadataTexts.has(json)) {
+          metadataTexts.set(json, (await tx<{ text: string }[]>`select ${tx.json(e.metadata ?? {})}::jsonb::text as text`)[0]!.text);
+        }
+      }
       // The anchor row's lock serialises appends until the commit. Under READ COMMITTED,
       // FOR UPDATE returns the newest committed anchor once it has the lock.
       const [anchor] = await tx<AnchorRow[]>`select ${tx.unsafe(ANCHOR_COLUMNS)} from audit_chain_head where id = 1 for update`;
@@ -367,15 +428,15 @@ export function auditStore(sql: Queryable, key?: AuditKey) {
         if (!next || next.keyId !== anchor.keyId) throw new AuditChainError('anchor-invalid');
         k = next;
       }
-      // Under the lock, the next id is known: the entry is MACed before it is written.
-      const entry: ChainRow = {
-        id: anchor.lastId + 1,
-        prevHash: anchor.lastMac,
+      // Under the lock, the next ids are known: the entries are MACed before they are written.
+      const at = new Date(Date.now()); // Millisecond precision, as every keyed entry.
+      const entries: ChainRow[] = events.map((e, n) => ({
+        id: anchor.lastId + 1 + n,
+        prevHash: PREV_PLACEHOLDER,
         hash: Buffer.alloc(0),
         chain: KEYED,
-        // Millisecond precision, as every keyed entry.
-        at: new Date(Date.now()),
-        atUs: 0,
+        at,
+        atUs: at.getTime() * 1000,
         actorType: e.actorType,
         actorId: e.actorId,
         eventType: e.eventType,
@@ -384,43 +445,71 @@ export function auditStore(sql: Queryable, key?: AuditKey) {
         secretPath: e.secretPath ?? null,
         secretKey: e.secretKey ?? null,
         secretVersion: e.secretVersion ?? null,
-        metadataText,
-        metadata,
+        metadataText: metadataTexts.get(JSON.stringify(e.metadata ?? {}))!,
+        metadata: e.metadata ?? {},
         ip: e.ip ?? null,
         keyId: k.keyId,
-      };
-      entry.atUs = entry.at.getTime() * 1000;
+      }));
+      const last = entries[entries.length - 1]!;
       const head: AuditHead = {
         keyId: k.keyId,
-        entries: anchor.entries + 1,
+        entries: anchor.entries + entries.length,
         legacyEntries: anchor.legacyEntries,
-        lastId: entry.id,
+        lastId: last.id,
         lastMac: GENESIS,
         trailMissing: anchor.trailMissing,
       };
-      const messages = [entryMessage(entry), headMessage(head, entry)];
       // Extending an edited anchor would make the edit valid: prove it first, unless it is
       // the one this process wrote last (then the proof goes into the same task).
       const known = knownAnchors.get(k) === anchorFingerprint(anchor);
       let proof: ReturnType<typeof anchorProof> | undefined;
       if (!known) {
-        const last = await anchoredEntry(tx, anchor);
-        if (anchor.lastId !== 0 && last === undefined) throw new AuditChainError('anchor-invalid');
-        proof = anchorProof(k, anchor, last);
-        messages.push(...proof.messages);
+        const newest = await anchoredEntry(tx, anchor);
+        if (anchor.lastId !== 0 && newest === undefined) throw new AuditChainError('anchor-invalid');
+        proof = anchorProof(k, anchor, newest);
       }
-      const macs = await k.macs(messages);
-      if (proof && !proof.check(macs.slice(2))) throw new AuditChainError('anchor-invalid');
-      const [mac, headMac] = [macs[0]!, macs[1]!];
-      await tx`with entry as (
-          insert into audit_log (id, at, actor_type, actor_id, event_type, project_id, environment, secret_path,
-            secret_key, secret_version, metadata, ip, prev_hash, hash, chain, key_id)
-          values (${entry.id}, ${entry.at}, ${entry.actorType}, ${entry.actorId}, ${entry.eventType}, ${entry.projectId}, ${entry.environment},
-            ${entry.secretPath}, ${entry.secretKey}, ${entry.secretVersion}, ${entry.metadataText}::text::jsonb,
-            ${entry.ip}, ${entry.prevHash}, ${mac}, ${KEYED}, ${k.keyId}))
-        update audit_chain_head set entries = ${head.entries}, last_id = ${head.lastId}, last_mac = ${mac}, mac = ${headMac}
+      const chained = await macChain(k, {
+        start: anchor.lastMac,
+        links: entries.map((r) => splitAtPrev(entryMessage(r))),
+        final: splitAtPrev(headMessage(head, last)),
+        extra: proof?.messages ?? [],
+      });
+      if (proof && !proof.check(chained.extra)) throw new AuditChainError('anchor-invalid');
+      let prev = anchor.lastMac;
+      const rows = entries.map((r, n) => {
+        const row = {
+          id: r.id,
+          at: r.at,
+          actor_type: r.actorType,
+          actor_id: r.actorId,
+          event_type: r.eventType,
+          project_id: r.projectId,
+          environment: r.environment,
+          secret_path: r.secretPath,
+          secret_key: r.secretKey,
+          secret_version: r.secretVersion,
+          // As a json parameter (the jsonb its text was taken from): a text one would be
+          // JSON-encoded again once the driver has learnt the column's type.
+          metadata: tx.json(r.metadata as Parameters<Tx['json']>[0]),
+          ip: r.ip,
+          prev_hash: prev,
+          hash: chained.links[n]!,
+          chain: KEYED,
+          key_id: k.keyId,
+        };
+        prev = chained.links[n]!;
+        return row;
+      });
+      const headMac = chained.final;
+      // 16 parameters a row: chunks stay far below the protocol's 65,535.
+      for (let i = 0; i + INSERT_CHUNK < rows.length; i += INSERT_CHUNK) {
+        await tx`insert into audit_log ${tx(rows.slice(i, i + INSERT_CHUNK))}`;
+      }
+      const tail = rows.slice(Math.floor((rows.length - 1) / INSERT_CHUNK) * INSERT_CHUNK);
+      await tx`with entry as (insert into audit_log ${tx(tail)})
+        update audit_chain_head set entries = ${head.entries}, last_id = ${head.lastId}, last_mac = ${prev}, mac = ${headMac}
         where id = 1`;
-      knownAnchors.set(k, anchorFingerprint({ ...head, lastMac: mac, mac: headMac }));
+      knownAnchors.set(k, anchorFingerprint({ ...head, lastMac: prev, mac: headMac }));
     },
 
     /** Newest first; every filter optional. */

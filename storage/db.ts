@@ -1,7 +1,9 @@
 // One SQL dialect: postgres.js talks either to a real PostgreSQL (DATABASE_URL) or to
 // an embedded PGlite database served on a private unix socket, through the same driver.
+import { existsSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
 import postgres from 'postgres';
 
 export type Sql = postgres.Sql<Record<string, never>>;
@@ -145,7 +147,43 @@ async function lockEmbedded(dataDir: string, lockPath: string): Promise<() => Pr
   throw refuse('another process starting at the same moment');
 }
 
+/**
+ * PostgreSQL settings of the embedded database, on top of PGlite's own start parameters.
+ * initdb writes shared_buffers = 128MB and max_connections = 100 into postgresql.conf:
+ * PGlite allocates (and touches) that shared memory inside its WebAssembly heap, which
+ * was most of the service's resident memory. One backend serves one connection here,
+ * and the files stay in the OS page cache behind the smaller buffer pool.
+ */
+export const EMBEDDED_SETTINGS = ['-c', 'shared_buffers=8MB', '-c', 'max_connections=5'];
+
+/**
+ * initdb for a new embedded database, in a child process: PGlite runs initdb in a second
+ * instance and keeps a dump of the new folder in memory. Done in this process (or a
+ * thread of it), most of that memory stayed resident for the service's life (an idle
+ * service runs no full GC, and glibc keeps a thread's freed memory).
+ */
+async function initEmbedded(dbDir: string): Promise<void> {
+  const { execFile } = await import('node:child_process');
+  const source = `
+    const [url, dbDir, settings] = JSON.parse(process.argv[1]);
+    const { PGlite } = await import(url);
+    const db = await PGlite.create(dbDir, { startParams: [...PGlite.defaultStartParams, ...settings] });
+    await db.close();`;
+  const args = JSON.stringify([import.meta.resolve('@electric-sql/pglite'), dbDir, EMBEDDED_SETTINGS]);
+  await new Promise<void>((resolveInit, reject) => {
+    execFile(process.execPath, ['--liftoff-only', '--input-type=module', '-e', source, args], { env: {}, maxBuffer: 1 << 20 }, (err, _out, stderr) =>
+      err ? reject(new Error(`embedded database initialisation failed: ${err.message} ${stderr.slice(0, 2000)}`)) : resolveInit(),
+    );
+  });
+}
+
 async function connectEmbedded(opts: ConnectOptions): Promise<Database> {
+  // PGlite's WebAssembly runs on V8's baseline compiler only: its optimising tier-up
+  // compiled hot PostgreSQL functions on background threads whose freed compiler memory
+  // glibc keeps (~70 MB resident for the process's life), for no gain measured here
+  // (bench/README.md, RSS). Set before the module is compiled; process-wide, and only
+  // PGlite runs WebAssembly in this service.
+  setFlagsFromString('--liftoff-only');
   const { PGlite } = await import('@electric-sql/pglite');
   const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
   const dataDir = resolve(opts.dataDir);
@@ -160,7 +198,10 @@ async function connectEmbedded(opts: ConnectOptions): Promise<Database> {
   try {
     // A socket left by a killed process would make listen() fail; the lock says it is not live.
     await rm(sockPath, { force: true });
-    db = await PGlite.create(dbDir);
+    // A first start runs initdb: in a thread of its own, whose memory (a second PGlite
+    // instance and initdb's, ~450 MB) goes away with the thread.
+    if (!existsSync(join(dbDir, 'PG_VERSION'))) await initEmbedded(dbDir);
+    db = await PGlite.create(dbDir, { startParams: [...PGlite.defaultStartParams, ...EMBEDDED_SETTINGS] });
     // PGlite has one backend: one connection, so transactions never interleave.
     server = new PGLiteSocketServer({ db, path: sockPath, maxConnections: 1 });
     await server.start();

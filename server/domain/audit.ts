@@ -29,12 +29,18 @@ const ANCHOR_INVALID =
  * while this process runs: `resolve` loads the version the anchor names (purpose 'audit'),
  * once per version.
  */
-export function auditKeyOf(crypto: Pick<Crypto, 'macMany'>, keyId: string, wrapped: Buffer, store?: Pick<Store, 'keys'>): AuditKey {
+export function auditKeyOf(
+  crypto: Pick<Crypto, 'macMany'> & Partial<Pick<Crypto, 'macChain'>>,
+  keyId: string,
+  wrapped: Buffer,
+  store?: Pick<Store, 'keys'>,
+): AuditKey {
   const versions = new Map<string, AuditKey>();
   const make = (id: string, w: Buffer): AuditKey => {
     const key: AuditKey = {
       keyId: id,
       macs: (messages) => crypto.macMany(w, dataKeyAad(id), messages),
+      ...(crypto.macChain ? { macChain: (chain) => crypto.macChain!(w, dataKeyAad(id), chain) } : {}),
       ...(store ? { resolve: resolveVersion } : {}),
     };
     versions.set(id, key);
@@ -79,7 +85,10 @@ export async function openAuditKey(store: Store, crypto: Crypto): Promise<AuditK
 }
 
 /** Read-only (audit-verify, rotate-key): the audit key, proven to unwrap under this crypto's root key. */
-export async function loadAuditKey(store: Pick<Store, 'keys' | 'audit'>, crypto: Pick<Crypto, 'macMany'>): Promise<AuditKey> {
+export async function loadAuditKey(
+  store: Pick<Store, 'keys' | 'audit'>,
+  crypto: Pick<Crypto, 'macMany'> & Partial<Pick<Crypto, 'macChain'>>,
+): Promise<AuditKey> {
   // By purpose, not by the anchor's key_id: an edited key_id is then a failed anchor MAC.
   const row = await store.keys.audit();
   if (!row) {

@@ -32,6 +32,8 @@ export interface Change {
   readonly s: TxStores;
   /** Appends an entry to the audit trail inside this transaction (fails closed). */
   audit(entry: AuditEntry): Promise<void>;
+  /** Appends several entries, in order, each its own entry, under one hold of the chain (fails closed). */
+  auditMany(entries: readonly AuditEntry[]): Promise<void>;
   /** Queued; published to every replica once the change has committed. */
   invalidate(topic: Topic, key: string): void;
   /** Entries from here on name `actor` (a signup records the account it just created). */
@@ -88,10 +90,17 @@ export function writePipeline(deps: PipelineDeps) {
           const change: Change = {
             s,
             async audit(entry) {
+              await change.auditMany([entry]);
+            },
+            async auditMany(entries) {
+              if (entries.length === 0) return;
               const started = performance.now();
-              await s.audit.append(s.tx, { ...entry, ...who, ip: origin.ip ?? null });
+              await s.audit.appendMany(
+                s.tx,
+                entries.map((entry) => ({ ...entry, ...who, ip: origin.ip ?? null })),
+              );
               auditAppendSeconds.push((performance.now() - started) / 1000);
-              events.push(entry.eventType);
+              for (const entry of entries) events.push(entry.eventType);
             },
             invalidate(topic, key) {
               pending.set(`${topic}\u0000${key}`, [topic, key]);

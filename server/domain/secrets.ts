@@ -479,7 +479,7 @@ export function secretsDomain(deps: SecretsDeps) {
         if (seen.has(x.key)) throw new AppError('BAD_REQUEST', `Secret '${x.key}' appears more than once in the batch`);
         seen.add(x.key);
       }
-      const rows = await grant.run(async ({ s, audit, invalidate }) => {
+      const rows = await grant.run(async ({ s, auditMany, invalidate }) => {
         const folder = await folderForWrite(s, env, path);
         const existing = await s.secrets.byKeys(folder.id, [...seen]);
         if (existing.length > 0) {
@@ -504,8 +504,9 @@ export function secretsDomain(deps: SecretsDeps) {
         }));
         const inserted = await s.secrets.insertMany(toInsert, auditActor(actor), dataKeyId);
         await s.folders.bumpVersion(folder.id);
-        for (const x of items) {
-          await audit({
+        // One entry per secret, appended under one hold of the chain.
+        await auditMany(
+          items.map((x) => ({
             eventType: 'create-secret',
             projectId: project.id,
             environment: env.slug,
@@ -513,8 +514,8 @@ export function secretsDomain(deps: SecretsDeps) {
             secretKey: x.key,
             secretVersion: 1,
             metadata: { batch: true },
-          });
-        }
+          })),
+        );
         invalidate(topics.environment, env.id);
         return inserted;
       });

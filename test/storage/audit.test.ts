@@ -221,6 +221,51 @@ for (const backend of ['postgres', 'embedded'] as Backend[]) {
       t.match(await verify(), { ok: true, entries: before + 16, head: { entries: before + 16 } });
     });
 
+    await t.test('appendMany: one hold of the chain, each event its own entry and link, between single appends', async (t) => {
+      const before = (await auditIds(sql)).length;
+      await append(store);
+      const keys = Array.from({ length: 7 }, (_, i) => `MANY_${i}`);
+      await store.transaction((s) =>
+        s.audit.appendMany(
+          s.tx,
+          keys.map((secretKey, i) => ({
+            actorType: 'identity' as const,
+            actorId: randomUUID(),
+            eventType: 'create-secret',
+            projectId: PROJECT,
+            environment: 'prod',
+            secretPath: '/',
+            secretKey,
+            secretVersion: 1,
+            // Two shapes of metadata, each as jsonb gives it back.
+            metadata: (i % 2 ? { batch: true } : { batch: true, note: 'ünïcode ✓' }) as Record<string, string | boolean>,
+            ip: null,
+          })),
+        ),
+      );
+      await append(store);
+      t.match(await verify(), { ok: true, entries: before + 9, head: { entries: before + 9 } });
+      const rows = await sql<{ secretKey: string }[]>`select secret_key from audit_log order by id desc limit 9`;
+      t.same(rows.map((r) => r.secretKey).slice(1, 8).reverse(), keys, 'each its own entry, in order');
+      await store.transaction((s) => s.audit.appendMany(s.tx, []));
+      t.match(await verify(), { ok: true, entries: before + 9 }, 'nothing to append: nothing written');
+    });
+
+    await t.test('appendMany in a transaction that fails writes no entry and leaves the anchor', async (t) => {
+      const before = await verify();
+      const failing = store.transaction(async (s) => {
+        await s.audit.appendMany(
+          s.tx,
+          Array.from({ length: 5 }, () => ({ actorType: 'system' as const, actorId: null, eventType: 'create-secret', metadata: { batch: true } })),
+        );
+        throw new Error('the change failed after its entries');
+      });
+      await t.rejects(failing, /the change failed/);
+      t.same(await verify(), before);
+      await append(store);
+      t.match(await verify(), { ok: true, entries: before.entries + 1 }, 'the next append extends the chain');
+    });
+
     await t.test('a rollback to an older copy verifies alone, but not against a head recorded since', async (t) => {
       await restoreTrail(sql, 'pristine');
       const old = await verify();

@@ -71,3 +71,13 @@ t.test('a lock left by a process that is gone, or unreadable, is taken over', as
     await db.close();
   }
 });
+
+t.test('memory: the embedded database runs with the small buffer pool and connection table it is sized for', async (t) => {
+  const dir = dataDir(t);
+  // A first open: initdb runs in a child process, then this process opens the new folder.
+  const db = await connectDatabase({ dataDir: dir });
+  t.teardown(() => db.close());
+  t.ok(existsSync(join(dir, 'pglite', 'PG_VERSION')), 'initialised');
+  const [row] = await db.sql<{ sb: string; mc: string }[]>`select current_setting('shared_buffers') as sb, current_setting('max_connections') as mc`;
+  t.same(row, { sb: '8MB', mc: '5' });
+});
