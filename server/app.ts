@@ -13,6 +13,7 @@ import { registerExportRoutes } from './routes/v1/export.js';
 import { registerIdentityRoutes } from './routes/v1/identities.js';
 import { registerMembershipRoutes } from './routes/v1/memberships.js';
 import { registerProjectRoutes } from './routes/v1/projects.js';
+import { registerSecretImportRoutes } from './routes/v1/secretImports.js';
 import { registerSecretVersionRoutes } from './routes/v1/secretVersions.js';
 import { registerUniversalAuthRoutes } from './routes/v1/universalAuth.js';
 import { registerUserRoutes } from './routes/v1/users.js';
@@ -62,6 +63,7 @@ const ROUTE_MODULES: ReadonlyArray<(api: Api, svc: Services) => void> = [
   registerFolderRoutes,
   registerV3SecretRoutes,
   registerV4SecretRoutes,
+  registerSecretImportRoutes,
   registerSecretVersionRoutes,
   registerExportRoutes,
   registerAuditRoutes,

@@ -22,6 +22,7 @@ import { writePipeline, type CommittedChange, type WritePipeline } from './domai
 import type { Logger } from './log.js';
 import { projectsDomain, type ProjectsDomain } from './domain/projects.js';
 import { secretVersionsDomain, type SecretVersionsDomain } from './domain/secretVersions.js';
+import { secretImportsDomain, type SecretImportsDomain } from './domain/secretImports.js';
 import { secretsDomain, type SecretsDomain } from './domain/secrets.js';
 import { folderSnapshots } from './domain/snapshots.js';
 import { randomSetupCode, setupCode, usersDomain, type SetupCode, type UsersDomain } from './domain/users.js';
@@ -38,6 +39,7 @@ export interface Services {
   changes: WritePipeline;
   machineAuth: MachineAuth;
   secrets: SecretsDomain;
+  secretImports: SecretImportsDomain;
   secretVersions: SecretVersionsDomain;
   exports: ExportDomain;
   projects: ProjectsDomain;
@@ -278,6 +280,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       const ready = Object.values(checks).every((v) => v === 'ok' || v === 'not configured');
       return { ready, checks };
     }
+    const secretImports = secretImportsDomain({ store, access, changes, caches });
     return {
       lifecycle,
       readiness,
@@ -293,7 +296,8 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       users,
       auth: authenticator({ machineAuth: machine, users }),
       config: { sessionTtlSeconds: config.sessionTtlSeconds, cookieSecure: config.cookieSecure },
-      secrets: secretsDomain({ store, crypto, access, snapshots, changes, onCoalescedRead: hooks.coalescedRead }),
+      secrets: secretsDomain({ store, crypto, access, snapshots, changes, imports: secretImports, onCoalescedRead: hooks.coalescedRead }),
+      secretImports,
       secretVersions: secretVersionsDomain({ store, crypto, access, changes }),
       exports: exportDomain({ crypto, access, snapshots, changes }),
       projects: projectsDomain({ store, crypto, access, changes }),

@@ -9,6 +9,7 @@ import { loginAttemptsStore } from './loginAttempts.js';
 import { membershipsStore } from './memberships.js';
 import { organizationsStore } from './organizations.js';
 import { projectsStore } from './projects.js';
+import { secretImportsStore } from './secretImports.js';
 import { secretsStore } from './secrets.js';
 import { usersStore } from './users.js';
 
@@ -19,6 +20,7 @@ function bind(sql: Queryable, opts: StoreOptions) {
     projects: projectsStore(sql),
     folders: foldersStore(sql),
     secrets: secretsStore(sql),
+    secretImports: secretImportsStore(sql),
     identities: identitiesStore(sql),
     memberships: membershipsStore(sql),
     audit: auditStore(sql, opts.auditKey),

@@ -45,6 +45,15 @@ export const can = (role: Role, p: Permission) => GRANTS[role].has(p);
 
 export type ProjectRef = { slug: string } | { id: string };
 
+/**
+ * Whether the holder of `grant` (as authorize answered it) may read the secrets of
+ * `environment` at `secretPath`. Every read that reaches into another folder than the one
+ * the request named (imports) asks here, and only here.
+ */
+export function mayReadSecrets(grant: { role: Role }, _environment: string, _secretPath: string): boolean {
+  return can(grant.role, 'secrets:read');
+}
+
 export function accessControl(deps: { store: Pick<Store, 'projects' | 'memberships'>; caches: Pick<Caches, 'projects' | 'roles'> }) {
   const { store, caches } = deps;
 

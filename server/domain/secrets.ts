@@ -5,10 +5,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Crypto } from '../../crypto/index.js';
 import type { Store, TxStores } from '../../storage/index.js';
+import type { Role } from '../../storage/memberships.js';
 import type { EnvironmentRow, ProjectRecord } from '../../storage/projects.js';
+import type { SecretImportRow } from '../../storage/secretImports.js';
 import type { SecretCipherRow } from '../../storage/secrets.js';
 import { AppError } from '../errors.js';
-import { auditActor, type AccessControl, type Actor, type ProjectRef, type SystemActor } from './access.js';
+import { auditActor, mayReadSecrets, type AccessControl, type Actor, type ProjectRef, type SystemActor } from './access.js';
 import { topics, type FolderSnapshot } from './caches.js';
 import { normaliseSecretPath } from './paths.js';
 import type { Origin, WritePipeline } from './pipeline.js';
@@ -42,6 +44,31 @@ export interface ReadQuery {
   secretPath?: string;
   expandSecretReferences?: boolean;
   viewSecretValue?: boolean;
+  /** Single reads: a key absent from the folder is looked up in its imports (the last import holding it wins). */
+  includeImports?: boolean;
+}
+
+/** A folder's imports, in position order (secretImports.ts, cached). */
+export interface ImportSource {
+  ofFolder(env: EnvironmentRow, folderId: string): Promise<SecretImportRow[]>;
+}
+
+/** One import as a list with include_imports answers it: the source's secrets, then those of its own imports. */
+export interface ImportedFolder {
+  secretPath: string;
+  environment: string;
+  folderId: string;
+  secrets: SecretView[];
+}
+
+/** How deep imports of imports are followed (Infisical's bound). */
+export const MAX_IMPORT_DEPTH = 10;
+
+/** An imported secret's row, and the folder it lives in. */
+interface ImportedRow {
+  row: SecretCipherRow;
+  env: EnvironmentRow;
+  path: string;
 }
 
 const KEY_NAME = /^[^:/\s][^:/]{0,254}$/;
@@ -119,6 +146,8 @@ export interface SecretsDeps {
   access: Pick<AccessControl, 'authorize' | 'environment'>;
   snapshots: FolderSnapshots;
   changes: Pick<WritePipeline, 'inProject'>;
+  /** Secret imports; without it, a folder imports nothing. */
+  imports?: ImportSource;
   /** Called when a read shares a decryption task already under way (metrics). */
   onCoalescedRead?: () => void;
 }
@@ -214,16 +243,63 @@ export function secretsDomain(deps: SecretsDeps) {
    * holds (they are not opened again); everything else referenced is opened by
    * resolveTargets, one task per round.
    */
-  async function expand(project: ProjectRecord, env: EnvironmentRow, views: SecretView[], opened: SecretView[]) {
+  async function expand(project: ProjectRecord, views: SecretView[], opened: SecretView[]) {
     if (!views.some((v) => v.value.includes('${'))) return;
     const known = new Map<string, string>();
-    for (const s of opened) known.set(targetId({ environment: env.slug, path: s.path, key: s.key }), s.value);
+    for (const s of opened) known.set(targetId({ environment: s.environment, path: s.path, key: s.key }), s.value);
     const expanded = await expandReferences(
-      views.map((v) => ({ value: v.value, environment: env.slug, path: v.path })),
+      views.map((v) => ({ value: v.value, environment: v.environment, path: v.path })),
       known,
       (targets) => resolveTargets(project, targets),
     );
     views.forEach((v, i) => (v.value = expanded[i]!));
+  }
+
+  /**
+   * The folders `folderId` imports, in position order, as Infisical answers them: each
+   * import holds its source's secrets, then those of the source's own imports (followed
+   * MAX_IMPORT_DEPTH deep, each folder once, so a cycle made by a later rename ends).
+   * An import whose source the grant may not read, or that no longer exists (a folder
+   * renamed or deleted), is left out.
+   */
+  async function gatherImports(grant: { role: Role }, project: ProjectRecord, env: EnvironmentRow, path: string, folderId: string) {
+    if (!deps.imports) return [];
+    const seen = new Set<string>([`${env.id}\u0000${path}`]);
+    /** The readable, existing sources among `imports`, each once. */
+    const sources = async (imports: readonly SecretImportRow[]) => {
+      const out: { env: EnvironmentRow; path: string; folderId: string; rows: SecretCipherRow[] }[] = [];
+      for (const imp of imports) {
+        const srcEnv = project.environments.find((e) => e.id === imp.importEnvId);
+        const key = `${imp.importEnvId}\u0000${imp.importPath}`;
+        if (!srcEnv || seen.has(key) || !mayReadSecrets(grant, srcEnv.slug, imp.importPath)) continue;
+        seen.add(key);
+        let snap: FolderSnapshot;
+        try {
+          snap = await snapshots.get(srcEnv, imp.importPath, false);
+        } catch (err) {
+          if (err instanceof AppError && err.code === 'SECRET_PATH_NOT_FOUND') continue;
+          throw err;
+        }
+        out.push({ env: srcEnv, path: imp.importPath, folderId: snap.folders[0]!.id, rows: snap.rows });
+      }
+      return out;
+    };
+    const top = await sources(await deps.imports.ofFolder(env, folderId));
+    const groups: { secretPath: string; environment: EnvironmentRow; folderId: string; rows: ImportedRow[] }[] = [];
+    for (const t of top) {
+      const rows: ImportedRow[] = t.rows.map((row) => ({ row, env: t.env, path: t.path }));
+      let frontier = [t];
+      for (let depth = 1; depth < MAX_IMPORT_DEPTH && frontier.length > 0; depth++) {
+        const next = [];
+        for (const f of frontier) next.push(...(await sources(await deps.imports.ofFolder(f.env, f.folderId))));
+        for (const n of next) rows.push(...n.rows.map((row) => ({ row, env: n.env, path: n.path })));
+        frontier = next;
+      }
+      // One secret per key in an import: the source's own before its imports'.
+      const keys = new Set<string>();
+      groups.push({ secretPath: t.path, environment: t.env, folderId: t.folderId, rows: rows.filter((r) => !keys.has(r.row.key) && keys.add(r.row.key)) });
+    }
+    return groups;
   }
 
   /** A write's grant, environment and normalised path: 404 / 403 first, then the path's 422. */
@@ -247,19 +323,28 @@ export function secretsDomain(deps: SecretsDeps) {
       }
       const { values, comments } = valuesAndComments(snap.rows, await openSnapshot(project, env, snap));
       const views = snap.rows.map((r, i) => secretView(project, env, r, pathOf.get(r.folderId)!, values[i]!, comments[i]!));
-      if (q.expandSecretReferences) await expand(project, env, views, views);
+      if (q.expandSecretReferences) await expand(project, views, views);
       return views;
     },
 
     async get(actor: Actor, q: ReadQuery & { secretName: string; version?: number; type?: 'shared' | 'personal' }): Promise<SecretView> {
-      const { project } = await access.authorize(actor, q.project, 'secrets:read');
-      const env = access.environment(project, q.environment);
-      const path = normaliseSecretPath(q.secretPath);
-      const snap = await snapshots.get(env, path, false);
+      const grant = await access.authorize(actor, q.project, 'secrets:read');
+      const { project } = grant;
+      const here = access.environment(project, q.environment);
+      const herePath = normaliseSecretPath(q.secretPath);
+      const snap = await snapshots.get(here, herePath, false);
       // Personal overrides are not supported: there is never a personal secret to return.
       if (q.type === 'personal') throw secretNotFound(q.secretName);
-      const current = snap.rows.find((r) => r.key === q.secretName);
-      if (!current) throw secretNotFound(q.secretName);
+      let found: ImportedRow | undefined;
+      const local = snap.rows.find((r) => r.key === q.secretName);
+      if (local) found = { row: local, env: here, path: herePath };
+      else if (q.includeImports) {
+        // As Infisical: the last import holding the key wins.
+        const groups = await gatherImports(grant, project, here, herePath, snap.folders[0]!.id);
+        for (let i = groups.length - 1; i >= 0 && !found; i--) found = groups[i]!.rows.find((r) => r.row.key === q.secretName);
+      }
+      if (!found) throw secretNotFound(q.secretName);
+      const { row: current, env, path } = found;
       const isCurrent = q.version === undefined || q.version === current.version;
       const reveal = q.viewSecretValue !== false;
       let v: SecretView;
@@ -277,10 +362,43 @@ export function secretsDomain(deps: SecretsDeps) {
       if (reveal && q.expandSecretReferences) {
         // Only what the value names is opened (one task per round of references), never
         // the rest of the folder. The row itself is known already, unless an older
-        // version was asked for (a reference to its key means the current one).
-        await expand(project, env, [v], isCurrent ? [v] : []);
+        // version was asked for (a reference to its key means the current one). An
+        // imported secret's references are relative to the folder it lives in.
+        await expand(project, [v], isCurrent ? [v] : []);
       }
       return v;
+    },
+
+    /**
+     * The imports of the folder a list names (include_imports), each with its secrets:
+     * every value opened in one task with the comments, references expanded relative to
+     * the folder each secret lives in. Only imports whose source the caller may read.
+     */
+    async imports(actor: Actor, q: ReadQuery): Promise<ImportedFolder[]> {
+      const grant = await access.authorize(actor, q.project, 'secrets:read');
+      const { project } = grant;
+      const env = access.environment(project, q.environment);
+      const path = normaliseSecretPath(q.secretPath);
+      const snap = await snapshots.get(env, path, false);
+      const groups = await gatherImports(grant, project, env, path, snap.folders[0]!.id);
+      const all = groups.flatMap((g) => g.rows);
+      if (all.length === 0) return groups.map((g) => ({ secretPath: g.secretPath, environment: g.environment.slug, folderId: g.folderId, secrets: [] }));
+      const reveal = q.viewSecretValue !== false;
+      const items = all.flatMap((r) => rowItems(project, r.env, [r.row], reveal));
+      const { values, comments } = valuesAndComments(
+        all.map((r) => r.row),
+        await openSealed(crypto, project, items),
+        reveal,
+      );
+      const views = all.map((r, i) => secretView(project, r.env, r.row, r.path, reveal ? values[i]! : null, comments[i]!));
+      if (reveal && q.expandSecretReferences) await expand(project, views, views);
+      let i = 0;
+      return groups.map((g) => ({
+        secretPath: g.secretPath,
+        environment: g.environment.slug,
+        folderId: g.folderId,
+        secrets: g.rows.map(() => views[i++]!),
+      }));
     },
 
     async create(actor: Actor | SystemActor, input: NewSecret): Promise<SecretView> {

@@ -9,7 +9,7 @@ import { AppError } from '../errors.js';
 import type { Services } from '../services.js';
 import type { Api } from './api.js';
 import { boolish, boundedName, queryBool, queryInt, ref } from './input.js';
-import { oneSecret, secretRaw, secretSchema } from './shape.js';
+import { importedFolderSchema, importedRaw, oneSecret, secretRaw, secretSchema } from './shape.js';
 
 /** Large enough for certificates and key files; the body cap bounds the request anyway. */
 const MAX_VALUE = 256 * 1024;
@@ -45,6 +45,8 @@ const getQuery = z.object({
   // Decimal digits only: z.coerce would also take 0x1, 1e0 and ' 1'.
   version: queryInt('version', 1, 2_147_483_647).optional(),
   type: z.enum(['shared', 'personal']).optional(),
+  /** The name Infisical's Node SDK sends for include_imports on a single read. */
+  includeImports: queryBool.optional(),
 });
 
 // A name that cannot exist (too long, control characters) is refused before it is
@@ -118,6 +120,14 @@ const batchBody = z.object({
 export type ReadScope = { workspaceSlug?: string; workspaceId?: string; projectId?: string };
 export type WriteScope = { workspaceId?: string; projectSlug?: string; workspaceSlug?: string; projectId?: string };
 
+/** include_imports, or the SDK's includeImports: both given must agree. */
+function includeImports(q: { include_imports?: boolean; includeImports?: boolean }): boolean | undefined {
+  if (q.include_imports !== undefined && q.includeImports !== undefined && q.include_imports !== q.includeImports) {
+    throw new AppError('VALIDATION', 'include_imports and includeImports disagree');
+  }
+  return q.include_imports ?? q.includeImports;
+}
+
 /** The name in the path: URL-decoded by the router; the domain validates it. */
 function secretName(params: { secretName: string }): string {
   if (params.secretName.trim() === '') throw new AppError('VALIDATION', 'secretName is required');
@@ -146,22 +156,29 @@ export function registerSecretRoutes<L extends string, O extends string, B exten
 
   api.get(
     paths.list,
-    { caller: 'any', summary: 'The secrets of one environment and folder, decrypted (the operator\'s read)', query: listQuery, response: z.object({ secrets: z.array(secretSchema), imports: z.array(z.never()) }) },
+    {
+      caller: 'any',
+      summary: 'The secrets of one environment and folder, decrypted (the operator\'s read); with include_imports=true, also the folders it imports, in order',
+      query: listQuery,
+      response: z.object({ secrets: z.array(secretSchema), imports: z.array(importedFolderSchema) }),
+    },
     async ({ actor, query: q }) => {
-      const secrets = await svc.secrets.list(actor, {
+      const read = {
         project: project.read(q),
         environment: q.environment,
         secretPath: q.secretPath,
-        recursive: q.recursive,
         expandSecretReferences: q.expandSecretReferences,
         viewSecretValue: q.viewSecretValue,
-      });
+      };
+      const [secrets, imports] = await Promise.all([
+        svc.secrets.list(actor, { ...read, recursive: q.recursive }),
+        q.include_imports ? svc.secrets.imports(actor, read) : [],
+      ]);
       // A tag filter keeps the secrets carrying one of its tags: tags do not exist here
       // (yet), so none; never "every secret", which is what ignoring it would answer.
       const tags = tagFilter(q.tagSlugs);
-      const kept = tags.length === 0 ? secrets : [];
-      // Imports are accepted but this service has none to include.
-      return { body: { secrets: kept.map(secretRaw), imports: [] } };
+      const keep = <T,>(list: T[]) => (tags.length === 0 ? list : []);
+      return { body: { secrets: keep(secrets).map(secretRaw), imports: imports.map((i) => importedRaw(i, keep)) } };
     },
   );
 
@@ -178,6 +195,7 @@ export function registerSecretRoutes<L extends string, O extends string, B exten
         type: q.type,
         expandSecretReferences: q.expandSecretReferences,
         viewSecretValue: q.viewSecretValue,
+        includeImports: includeImports(q),
       });
       return { body: { secret: secretRaw(secret) } };
     },

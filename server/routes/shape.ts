@@ -1,7 +1,7 @@
 // The Infisical secret object, field for field: ESO's SDK breaks on a known field with
 // the wrong type, so every field here has exactly the contract's type.
 import { z } from 'zod';
-import type { SecretView } from '../domain/secrets.js';
+import type { ImportedFolder, SecretView } from '../domain/secrets.js';
 
 // Rows live in the folder cache, so their Date objects recur on every read of the
 // operator's hot path; formatting each once saves a measurable share of a list.
@@ -69,5 +69,29 @@ export function secretRaw(s: SecretView): z.infer<typeof secretSchema> {
     secretMetadata: [] as never[],
     createdAt: iso(s.createdAt),
     updatedAt: iso(s.updatedAt),
+  };
+}
+
+/** A secret inside an import of a list answer: Infisical's secret without its dates. */
+export const importedSecretSchema = secretSchema.omit({ createdAt: true, updatedAt: true });
+
+/** One import of a list answer (include_imports=true), as Infisical shapes it. */
+export const importedFolderSchema = z.object({
+  secretPath: z.string(),
+  environment: z.string(),
+  folderId: z.string(),
+  secrets: z.array(importedSecretSchema),
+});
+
+/** One import of a list answer, its secrets kept by `keep` (the list's tag filter). */
+export function importedRaw(i: ImportedFolder, keep: (secrets: SecretView[]) => SecretView[] = (x) => x): z.infer<typeof importedFolderSchema> {
+  return {
+    secretPath: i.secretPath,
+    environment: i.environment,
+    folderId: i.folderId,
+    secrets: keep(i.secrets).map((s) => {
+      const { createdAt: _c, updatedAt: _u, ...rest } = secretRaw(s);
+      return rest;
+    }),
   };
 }
