@@ -171,6 +171,20 @@ export interface Secret {
   createdAt: string;
   updatedAt: string;
 }
+/** An import of a folder (GET /api/v1/secret-imports). */
+export interface SecretImport {
+  id: string;
+  importPath: string;
+  importEnv: { id: string; name: string; slug: string };
+  position: number;
+}
+/** One import as a list with include_imports answers it. */
+export interface ImportedFolder {
+  secretPath: string;
+  environment: string;
+  folderId: string;
+  secrets: { secretKey: string }[];
+}
 export interface SecretVersion {
   id: string;
   version: number;

@@ -2,7 +2,7 @@
 // table (values hidden until revealed), add / edit / delete / bulk paste, history with
 // restore, search by key, export.
 import { batch, createEffect, createMemo, createResource, createSignal, For, on, onMount, Show } from 'solid-js';
-import { api, confirmationFlags, errorText, readSecret, withQuery, type Confirmation, type Folder, type Project, type Secret, type SecretVersion } from '../api';
+import { api, confirmationFlags, errorText, readSecret, withQuery, type Confirmation, type Folder, type ImportedFolder, type Project, type Secret, type SecretImport, type SecretVersion } from '../api';
 import { Badge, Button, Confirm, ConfirmDelete, CopyButton, createAction, createConfirmation, createListView, Dialog, DialogForm, Empty, ErrorText, Field, formatDate, Icon, Link, ListTable, Loaded, Pager, SearchBox, Table, TextField, useDialog, useId, valueOf } from '../components';
 import { location, navigate, rememberSecretsSearch } from '../router';
 
@@ -63,6 +63,23 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
     () => (env() ? scope() : undefined),
     (q) => api<{ folders: Folder[] }>('GET', '/api/v2/folders', { query: { projectId: q.projectId, environment: q.environment, path: q.secretPath } }).then((r) => r.folders),
   );
+
+  // The folder's imports (ids and order) and what each answers (keys only: values stay hidden).
+  const [imports, { refetch: refetchImports }] = createResource(
+    () => (env() ? scope() : undefined),
+    async (q) => {
+      const [defined, read] = await Promise.all([
+        api<{ secretImports: SecretImport[] }>('GET', '/api/v1/secret-imports', { query: { projectId: q.projectId, environment: q.environment, path: q.secretPath } }),
+        api<{ imports: ImportedFolder[] }>('GET', '/api/v4/secrets', { query: { ...q, include_imports: true, viewSecretValue: false } }),
+      ]);
+      return defined.secretImports.map((i) => ({
+        ...i,
+        keys: read.imports.find((r) => r.environment === i.importEnv.slug && r.secretPath === i.importPath)?.secrets.map((x) => x.secretKey),
+      }));
+    },
+  );
+  const [addingImport, setAddingImport] = createSignal(false);
+  const [removingImport, setRemovingImport] = createSignal<SecretImport>();
 
   const list = createListView({
     items: () => valueOf(secrets),
@@ -174,6 +191,9 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
             <Button size="sm" onClick={() => setNewFolder(true)}>
               <Icon name="folder" /> New folder
             </Button>
+            <Button size="sm" onClick={() => setAddingImport(true)}>
+              <Icon name="download" /> Import folder
+            </Button>
             <Button size="sm" onClick={() => setBulk(true)}>
               <Icon name="upload" /> Bulk paste
             </Button>
@@ -208,6 +228,31 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
               )}
             </For>
           </ul>
+        </Show>
+
+        <ErrorText message={imports.error && !secrets.error ? errorText(imports.error) : undefined} />
+        <Show when={(valueOf(imports) ?? []).length > 0}>
+          <section class="imports" aria-label="Imports">
+            <h3 class="small muted-text">Imported, in order (a key of this folder wins; among imports, the last one holding a key)</h3>
+            <ul class="folders">
+              <For each={valueOf(imports)}>
+                {(i) => (
+                  <li class="folder-row" data-import={`${i.importEnv.slug}:${i.importPath}`}>
+                    <span>
+                      <Badge>{i.position}</Badge> <strong>{i.importEnv.slug}</strong> <span class="mono">{i.importPath}</span>{' '}
+                      <span class="muted-text small">
+                        {i.keys === undefined ? 'not readable or missing' : i.keys.length === 0 ? 'no secrets' : `${i.keys.length} secret${i.keys.length === 1 ? '' : 's'}: `}
+                        <span class="mono">{(i.keys ?? []).slice(0, 12).join(', ')}{(i.keys?.length ?? 0) > 12 ? ', …' : ''}</span>
+                      </span>
+                    </span>
+                    <button type="button" class="icon-btn" aria-label={`Remove import ${i.importEnv.slug} ${i.importPath}`} title="Remove import" onClick={() => setRemovingImport(i)}>
+                      <Icon name="trash" />
+                    </button>
+                  </li>
+                )}
+              </For>
+            </ul>
+          </section>
         </Show>
 
         <Loaded
@@ -306,6 +351,24 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
           }}
         />
       </Dialog>
+      <Dialog open={addingImport()} title="Import folder" onClose={() => setAddingImport(false)}>
+        <ImportForm scope={scope()} environments={envs().map((e) => e.slug)} onSaved={() => void refetchImports()} />
+      </Dialog>
+      <Confirm
+        open={removingImport() !== undefined}
+        title="Remove import"
+        message={
+          <>
+            Stop importing <strong>{removingImport()?.importEnv.slug}</strong> <span class="mono">{removingImport()?.importPath}</span> into {env()} <span class="mono">{path()}</span>? Its secrets stay where they are.
+          </>
+        }
+        confirmLabel="Remove import"
+        onClose={() => setRemovingImport(undefined)}
+        onConfirm={async () => {
+          await api('DELETE', `/api/v1/secret-imports/${encodeURIComponent(removingImport()!.id)}`, { body: { projectId: props.project.id, environment: env(), path: path() } });
+          void refetchImports();
+        }}
+      />
       <Confirm
         open={deleting() !== undefined}
         title="Delete secret"
@@ -557,6 +620,34 @@ function FolderForm(props: { scope: Scope; onSaved: (name: string) => void }) {
         onValue={setName}
         autocomplete="off"
       />
+    </DialogForm>
+  );
+}
+
+/** Imports another folder (environment and path) of the project into this one. */
+function ImportForm(props: { scope: Scope; environments: string[]; onSaved: () => void }) {
+  const dialog = useDialog();
+  const [environment, setEnvironment] = createSignal(props.environments.find((e) => e !== props.scope.environment) ?? props.environments[0] ?? '');
+  const [from, setFrom] = createSignal('/');
+  const envId = useId('import-env');
+  const submit = async () => {
+    await api('POST', '/api/v1/secret-imports', {
+      body: { projectId: props.scope.projectId, environment: props.scope.environment, path: props.scope.secretPath, import: { environment: environment(), path: normalisePath(from()) } },
+    });
+    props.onSaved();
+    dialog.close();
+  };
+  return (
+    <DialogForm onSubmit={submit} submitLabel="Import">
+      <p class="muted-text small">
+        Into <strong>{props.scope.environment}</strong> <span class="mono">{props.scope.secretPath}</span>: its readers also get the secrets of the folder chosen here.
+      </p>
+      <Field label="From environment" for={envId}>
+        <select id={envId} value={environment()} onChange={(e) => setEnvironment(e.currentTarget.value)}>
+          <For each={props.environments}>{(e) => <option value={e}>{e}</option>}</For>
+        </select>
+      </Field>
+      <TextField label="From path" class="mono" required maxlength="1024" value={from()} onValue={setFrom} autocomplete="off" spellcheck={false} />
     </DialogForm>
   );
 }
