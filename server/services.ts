@@ -24,6 +24,7 @@ import { projectsDomain, type ProjectsDomain } from './domain/projects.js';
 import { secretVersionsDomain, type SecretVersionsDomain } from './domain/secretVersions.js';
 import { secretImportsDomain, type SecretImportsDomain } from './domain/secretImports.js';
 import { secretsDomain, type SecretsDomain } from './domain/secrets.js';
+import { tagsDomain, type TagsDomain } from './domain/tags.js';
 import { folderSnapshots } from './domain/snapshots.js';
 import { randomSetupCode, setupCode, usersDomain, type SetupCode, type UsersDomain } from './domain/users.js';
 
@@ -40,6 +41,7 @@ export interface Services {
   machineAuth: MachineAuth;
   secrets: SecretsDomain;
   secretImports: SecretImportsDomain;
+  tags: TagsDomain;
   secretVersions: SecretVersionsDomain;
   exports: ExportDomain;
   projects: ProjectsDomain;
@@ -281,6 +283,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       return { ready, checks };
     }
     const secretImports = secretImportsDomain({ store, access, changes, caches });
+    const tags = tagsDomain({ store, access, changes, caches });
     return {
       lifecycle,
       readiness,
@@ -296,8 +299,9 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       users,
       auth: authenticator({ machineAuth: machine, users }),
       config: { sessionTtlSeconds: config.sessionTtlSeconds, cookieSecure: config.cookieSecure },
-      secrets: secretsDomain({ store, crypto, access, snapshots, changes, imports: secretImports, onCoalescedRead: hooks.coalescedRead }),
+      secrets: secretsDomain({ store, crypto, access, snapshots, changes, imports: secretImports, tags, onCoalescedRead: hooks.coalescedRead }),
       secretImports,
+      tags,
       secretVersions: secretVersionsDomain({ store, crypto, access, changes }),
       exports: exportDomain({ crypto, access, snapshots, changes }),
       projects: projectsDomain({ store, crypto, access, changes }),

@@ -10,6 +10,7 @@ import { membershipsStore } from './memberships.js';
 import { organizationsStore } from './organizations.js';
 import { projectsStore } from './projects.js';
 import { secretImportsStore } from './secretImports.js';
+import { secretTagsStore } from './secretTags.js';
 import { secretsStore } from './secrets.js';
 import { usersStore } from './users.js';
 
@@ -21,6 +22,7 @@ function bind(sql: Queryable, opts: StoreOptions) {
     folders: foldersStore(sql),
     secrets: secretsStore(sql),
     secretImports: secretImportsStore(sql),
+    secretTags: secretTagsStore(sql),
     identities: identitiesStore(sql),
     memberships: membershipsStore(sql),
     audit: auditStore(sql, opts.auditKey),

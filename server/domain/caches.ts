@@ -7,12 +7,15 @@ import type { FolderRow } from '../../storage/folders.js';
 import type { Role } from '../../storage/memberships.js';
 import type { ProjectRecord } from '../../storage/projects.js';
 import type { SecretImportRow } from '../../storage/secretImports.js';
+import type { TagRow } from '../../storage/secretTags.js';
 import type { SecretCipherRow } from '../../storage/secrets.js';
 
 /** Ciphertext rows of a folder (and its sub-folders when recursive), as loaded together. */
 export interface FolderSnapshot {
   folders: FolderRow[];
   rows: SecretCipherRow[];
+  /** The tag ids each secret carries (by secret id; absent: none). */
+  tagIds?: Map<string, string[]>;
 }
 
 export type ActorKind = 'identity' | 'user';
@@ -26,6 +29,7 @@ export const topics = {
   clientSecret: 'client-secret', // key: client secret id
   identity: 'identity', // key: identity id
   userSession: 'user-session', // key: session id
+  tags: 'tags', // key: project id (a tag created, changed or deleted)
 } as const;
 export type Topic = (typeof topics)[keyof typeof topics];
 
@@ -63,6 +67,8 @@ export function createCaches(bus: CacheBus) {
     accessTokens: new ReadThroughCache<AccessTokenState | null>(CACHE_LIMITS.accessTokens, CACHE_TTL_MS, bus, (state) => state !== null),
     /** The imports of a folder, keyed `${environmentId}:${folderId}` (dropped with the environment's folders). */
     imports: new ReadThroughCache<SecretImportRow[]>(CACHE_LIMITS.imports, CACHE_TTL_MS, bus),
+    /** A project's tags, keyed by project id. */
+    tags: new ReadThroughCache<TagRow[]>(CACHE_LIMITS.projects, CACHE_TTL_MS, bus),
   };
 
   bus.subscribe((topic, key) => {
@@ -70,6 +76,9 @@ export function createCaches(bus: CacheBus) {
       case topics.project:
         caches.projects.invalidateWhere((_k, p) => p?.id === key);
         caches.roles.invalidateWhere((k) => k.startsWith(`${key}:`));
+        break;
+      case topics.tags:
+        caches.tags.invalidate(key);
         break;
       case topics.projectSlug:
         caches.projects.invalidate(`slug:${key}`);

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import type { ProjectRef } from '../domain/access.js';
 import type { Origin } from '../domain/pipeline.js';
-import { MAX_BATCH } from '../domain/secrets.js';
+import { MAX_BATCH, type SecretView } from '../domain/secrets.js';
 import { AppError } from '../errors.js';
 import type { Services } from '../services.js';
 import type { Api } from './api.js';
@@ -34,7 +34,7 @@ const readScope = {
 const listQuery = z.object({
   ...readScope,
   recursive: queryBool.optional(),
-  /** Infisical's tag filter (comma-separated slugs): honoured, and as no secret here carries a tag, a filter matches none. */
+  /** Infisical's tag filter (comma-separated slugs): keeps the secrets carrying one of them (an unknown slug matches none, as in Infisical). */
   tagSlugs: z.string().max(4096).optional(),
 });
 
@@ -69,14 +69,15 @@ const writeScope = {
 };
 
 /**
- * Lists Infisical clients may send that this service has no use for (it keeps no tags
- * and no secret metadata): an empty list says exactly that and is accepted; a non-empty
- * one is refused, never dropped.
+ * Lists Infisical clients may send that this service has no use for (it keeps no secret
+ * metadata): an empty list says exactly that and is accepted; a non-empty one is
+ * refused, never dropped.
  */
 const emptyList = (name: string, what: string) =>
   z.array(z.unknown(), { error: `${name} must be a list` }).max(0, `${what} are not supported: send an empty list or leave ${name} out`).optional();
 const unsupportedLists = {
-  tagIds: emptyList('tagIds', 'tags'),
+  /** The project tags the secret carries (ids; on a change, the whole new set). */
+  tagIds: z.array(z.string({ error: 'tagIds must hold tag ids' }).max(64), { error: 'tagIds must be a list' }).max(50, 'tagIds may name at most 50 tags').optional(),
   secretMetadata: emptyList('secretMetadata', 'secret metadata'),
 };
 
@@ -174,10 +175,10 @@ export function registerSecretRoutes<L extends string, O extends string, B exten
         svc.secrets.list(actor, { ...read, recursive: q.recursive }),
         q.include_imports ? svc.secrets.imports(actor, read) : [],
       ]);
-      // A tag filter keeps the secrets carrying one of its tags: tags do not exist here
-      // (yet), so none; never "every secret", which is what ignoring it would answer.
+      // A tag filter keeps the secrets carrying one of its tags (imported ones too); a
+      // slug no tag has matches none, never "every secret".
       const tags = tagFilter(q.tagSlugs);
-      const keep = <T,>(list: T[]) => (tags.length === 0 ? list : []);
+      const keep = (list: SecretView[]) => (tags.length === 0 ? list : list.filter((x) => x.tags?.some((t) => tags.includes(t.slug))));
       return { body: { secrets: keep(secrets).map(secretRaw), imports: imports.map((i) => importedRaw(i, keep)) } };
     },
   );
@@ -207,6 +208,7 @@ export function registerSecretRoutes<L extends string, O extends string, B exten
       value: b.secretValue,
       comment: b.secretComment,
       skipMultilineEncoding: b.skipMultilineEncoding,
+      tagIds: b.tagIds,
     });
     return { body: { secret: secretRaw(secret) } };
   });
@@ -221,6 +223,7 @@ export function registerSecretRoutes<L extends string, O extends string, B exten
         comment: b.secretComment,
         newKey: b.newSecretName,
         skipMultilineEncoding: b.skipMultilineEncoding,
+        tagIds: b.tagIds,
         allowImmutableChange: b.overrideImmutable,
       });
       return { body: { secret: secretRaw(secret) } };
@@ -243,7 +246,7 @@ export function registerSecretRoutes<L extends string, O extends string, B exten
     async ({ actor, body: b, origin }) => {
       const secrets = await svc.secrets.createMany(actor, {
         ...where(b),
-        secrets: b.secrets.map((x) => ({ key: x.secretKey, value: x.secretValue, comment: x.secretComment, skipMultilineEncoding: x.skipMultilineEncoding })),
+        secrets: b.secrets.map((x) => ({ key: x.secretKey, value: x.secretValue, comment: x.secretComment, skipMultilineEncoding: x.skipMultilineEncoding, tagIds: x.tagIds })),
         origin,
       });
       return { body: { secrets: secrets.map(secretRaw) } };

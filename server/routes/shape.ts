@@ -18,6 +18,9 @@ function iso(d: Date): string {
 /** An ISO 8601 timestamp as the answers carry them. */
 export const isoString = z.string().describe('ISO 8601 date-time');
 
+/** A tag as a secret carries it (Infisical's {id, slug, name, color}). */
+export const tagRefSchema = z.object({ id: z.string(), slug: z.string(), name: z.string(), color: z.string().nullable() });
+
 /** Infisical's secret object: ESO breaks on a known field with another type. */
 export const secretSchema = z.object({
   id: z.string(),
@@ -32,7 +35,7 @@ export const secretSchema = z.object({
   secretPath: z.string(),
   secretValueHidden: z.boolean(),
   skipMultilineEncoding: z.boolean(),
-  tags: z.array(z.never()),
+  tags: z.array(tagRefSchema),
   secretMetadata: z.array(z.never()),
   createdAt: isoString,
   updatedAt: isoString,
@@ -65,7 +68,7 @@ export function secretRaw(s: SecretView): z.infer<typeof secretSchema> {
     secretPath: s.path,
     secretValueHidden: s.valueHidden,
     skipMultilineEncoding: s.skipMultilineEncoding,
-    tags: [] as never[],
+    tags: s.tags ?? [],
     secretMetadata: [] as never[],
     createdAt: iso(s.createdAt),
     updatedAt: iso(s.updatedAt),

@@ -539,6 +539,46 @@ t.test('every state-changing route goes through the write pipeline', async (t) =
         },
       ];
     })(),
+    ...(['/api/v1/workspace/:projectId/tags', '/api/v1/projects/:projectId/tags'] as const).flatMap((pattern): Case[] => {
+      const base = (c: Record<string, string>) => pattern.replace(':projectId', c.projectId!);
+      /** The tag slugs secret K carries, as replica r lists it (cached there). */
+      const carried = async (r: Replica, c: Record<string, string>) => {
+        const res = await list(r, c.slug!, admin);
+        return res.status === 200 ? res.body.secrets.find((s: any) => s.secretKey === 'K')?.tags.map((x: any) => x.slug) : res.status;
+      };
+      const tagged = async () => {
+        const p = await project();
+        const tag = (await ok(a.call('POST', `/api/v1/projects/${p.projectId}/tags`, admin, { slug: 'db' }), 'tag')).tag.id as string;
+        await ok(a.call('POST', '/api/v3/secrets/raw/K', admin, { projectSlug: p.slug, environment: 'prod', secretValue: 'v', tagIds: [tag] }), 'tagged secret');
+        return { ...p, tagId: tag };
+      };
+      return [
+        {
+          route: `POST ${pattern}`,
+          events: ['create-tag'],
+          prepare: project,
+          call: (r, c) => r.call('POST', base(c), admin, { slug: 'db', color: 'red' }),
+          observe: async (r, c) => (await r.call('GET', base(c), admin)).body.tags.map((x: any) => x.slug),
+          changed: becomes([], ['db']),
+        },
+        {
+          route: `PATCH ${pattern}/:tagId`,
+          events: ['update-tag'],
+          prepare: tagged,
+          call: (r, c) => r.call('PATCH', `${base(c)}/${c.tagId}`, admin, { slug: 'database' }),
+          observe: carried,
+          changed: becomes(['db'], ['database']),
+        },
+        {
+          route: `DELETE ${pattern}/:tagId`,
+          events: ['delete-tag'],
+          prepare: tagged,
+          call: (r, c) => r.call('DELETE', `${base(c)}/${c.tagId}`, admin),
+          observe: carried,
+          changed: becomes(['db'], []),
+        },
+      ];
+    }),
     {
       route: 'POST /api/v1/secret/:secretId/secret-versions/:version/restore',
       events: ['restore-secret-version'],
