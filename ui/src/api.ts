@@ -161,8 +161,15 @@ export interface Folder {
   path: string;
   parentId: string | null;
 }
+/** A project tag (GET /api/v1/projects/:projectId/tags); secrets carry {id, slug, name, color}. */
+export interface Tag {
+  id: string;
+  slug: string;
+  color: string | null;
+}
 export interface Secret {
   id: string;
+  tags: Tag[];
   secretKey: string;
   secretValue: string;
   secretComment: string;

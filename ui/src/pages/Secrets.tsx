@@ -2,7 +2,7 @@
 // table (values hidden until revealed), add / edit / delete / bulk paste, history with
 // restore, search by key, export.
 import { batch, createEffect, createMemo, createResource, createSignal, For, on, onMount, Show } from 'solid-js';
-import { api, confirmationFlags, errorText, readSecret, withQuery, type Confirmation, type Folder, type ImportedFolder, type Project, type Secret, type SecretImport, type SecretVersion } from '../api';
+import { api, confirmationFlags, errorText, readSecret, withQuery, type Confirmation, type Folder, type ImportedFolder, type Project, type Secret, type SecretImport, type SecretVersion, type Tag } from '../api';
 import { Badge, Button, Confirm, ConfirmDelete, CopyButton, createAction, createConfirmation, createListView, Dialog, DialogForm, Empty, ErrorText, Field, formatDate, Icon, Link, ListTable, Loaded, Pager, SearchBox, Table, TextField, useDialog, useId, valueOf } from '../components';
 import { location, navigate, rememberSecretsSearch } from '../router';
 
@@ -55,9 +55,15 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
   const go = (e: string, p: string) => navigate(withQuery(`/projects/${props.project.id}/secrets`, { env: e, path: p === '/' ? undefined : p }));
   const scope = () => ({ projectId: props.project.id, environment: env(), secretPath: path() });
 
+  /** The tag the list is filtered by (the API's tagSlugs), or '' for none. */
+  const [tagFilter, setTagFilter] = createSignal('');
+  const [projectTags] = createResource(
+    () => props.project.id,
+    (id) => api<{ tags: Tag[] }>('GET', `/api/v1/projects/${id}/tags`).then((r) => r.tags),
+  );
   const [secrets, { refetch }] = createResource(
-    () => (env() ? scope() : undefined),
-    (q) => api<{ secrets: Secret[] }>('GET', '/api/v4/secrets', { query: { ...q, viewSecretValue: false } }).then((r) => r.secrets),
+    () => (env() ? { ...scope(), tag: tagFilter() } : undefined),
+    ({ tag, ...q }) => api<{ secrets: Secret[] }>('GET', '/api/v4/secrets', { query: { ...q, viewSecretValue: false, tagSlugs: tag || undefined } }).then((r) => r.secrets),
   );
   const [folders, { refetch: refetchFolders }] = createResource(
     () => (env() ? scope() : undefined),
@@ -205,6 +211,12 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
 
         <div class="toolbar">
           <SearchBox label="Search secrets by key" placeholder="Search by key" value={list.query()} onInput={list.setQuery} />
+          <Show when={(valueOf(projectTags) ?? []).length > 0}>
+            <select class="tag-filter" aria-label="Filter by tag" value={tagFilter()} onChange={(e) => setTagFilter(e.currentTarget.value)}>
+              <option value="">All tags</option>
+              <For each={valueOf(projectTags)}>{(t) => <option value={t.slug}>{t.slug}</option>}</For>
+            </select>
+          </Show>
           <span class="muted-text small" aria-live="polite">
             <Show when={(valueOf(secrets)?.length ?? 0) > 0}>
               {list.filtered().length} of {valueOf(secrets)!.length} secrets
@@ -280,6 +292,17 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
                     <tr data-key={s.secretKey}>
                       <th scope="row" class="mono key-cell">
                         {s.secretKey}
+                        <Show when={s.tags.length > 0}>
+                          <span class="tag-chips">
+                            <For each={s.tags}>
+                              {(tag) => (
+                                <span class="tag-chip" data-tag={tag.slug} title={tag.color ? `Tag ${tag.slug} (${tag.color})` : `Tag ${tag.slug}`}>
+                                  {tag.slug}
+                                </span>
+                              )}
+                            </For>
+                          </span>
+                        </Show>
                         <Show when={s.secretComment}>
                           <div class="muted-text small comment">{s.secretComment}</div>
                         </Show>
@@ -331,10 +354,10 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
       </div>
 
       <Dialog open={adding()} title="Add secret" onClose={() => setAdding(false)}>
-        <SecretForm scope={scope()} onSaved={refresh} />
+        <SecretForm scope={scope()} tags={valueOf(projectTags) ?? []} onSaved={refresh} />
       </Dialog>
       <Dialog open={editing() !== undefined} title={`Edit ${editing()?.secretKey ?? ''}`} onClose={() => setEditing(undefined)}>
-        <SecretForm scope={scope()} secret={editing()} onSaved={refresh} />
+        <SecretForm scope={scope()} tags={valueOf(projectTags) ?? []} secret={editing()} onSaved={refresh} />
       </Dialog>
       <Dialog open={bulk()} title="Bulk paste" onClose={() => setBulk(false)} wide>
         <BulkForm scope={scope()} existing={(valueOf(secrets) ?? []).map((s) => s.secretKey)} onSaved={refresh} />
@@ -412,11 +435,12 @@ type Scope = { projectId: string; environment: string; secretPath: string };
 const PROTECTED_KEY = 'This key is marked as never changing: consumers may break if it changes. Confirm again to do it anyway.';
 
 /** Adds a secret, or edits one (its value is fetched when the form opens). */
-function SecretForm(props: { scope: Scope; secret?: Secret; onSaved: () => void }) {
+function SecretForm(props: { scope: Scope; tags: Tag[]; secret?: Secret; onSaved: () => void }) {
   const dialog = useDialog();
   const [key, setKey] = createSignal(props.secret?.secretKey ?? '');
   const [value, setValue] = createSignal('');
   const [comment, setComment] = createSignal(props.secret?.secretComment ?? '');
+  const [tagIds, setTagIds] = createSignal<string[]>(props.secret?.tags.map((x) => x.id) ?? []);
   const [loading, setLoading] = createSignal(false);
   const action = createAction();
   // A change of a key marked as never changing is refused until it is saved again, with the override.
@@ -446,11 +470,12 @@ function SecretForm(props: { scope: Scope; secret?: Secret; onSaved: () => void 
           secretValue: value(),
           secretComment: comment(),
           newSecretName: renamed ? key().trim() : undefined,
+          tagIds: tagIds(),
           overrideImmutable: level === 'overrideImmutable' || undefined,
         },
       });
     } else {
-      await api('POST', `/api/v4/secrets/${encodeURIComponent(key().trim())}`, { body: { ...props.scope, secretValue: value(), secretComment: comment() || undefined } });
+      await api('POST', `/api/v4/secrets/${encodeURIComponent(key().trim())}`, { body: { ...props.scope, secretValue: value(), secretComment: comment() || undefined, tagIds: tagIds() } });
     }
   };
 
@@ -474,6 +499,23 @@ function SecretForm(props: { scope: Scope; secret?: Secret; onSaved: () => void 
         <textarea id={valueId} class="mono" rows="4" value={value()} onInput={(e) => setValue(e.currentTarget.value)} disabled={loading()} autocomplete="off" spellcheck={false} />
       </Field>
       <TextField label="Comment (optional)" value={comment()} onValue={setComment} autocomplete="off" />
+      <Show when={props.tags.length > 0}>
+        <fieldset class="tag-choices">
+          <legend>Tags</legend>
+          <For each={props.tags}>
+            {(tag) => (
+              <label class="tag-choice">
+                <input
+                  type="checkbox"
+                  checked={tagIds().includes(tag.id)}
+                  onChange={(e) => setTagIds((ids) => (e.currentTarget.checked ? [...ids, tag.id] : ids.filter((i) => i !== tag.id)))}
+                />{' '}
+                {tag.slug}
+              </label>
+            )}
+          </For>
+        </fieldset>
+      </Show>
     </DialogForm>
   );
 }
