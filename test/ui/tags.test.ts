@@ -40,4 +40,21 @@ browserTest(t, 'tags: chips, filter by tag, attach in the edit form', async (t) 
   t.same(await tagsOf('IDP_POSTGRES_PASSWORD'), ['db'], 'saved through the API');
   t.same(await tagsOf('CHAT_BOT_TOKEN'), ['chat'], 'others unchanged');
   t.ok(db.id, 'db tag exists');
+
+  // -- the project's tags: create one, delete one (its chips go) ----------------------------
+  await page.getByRole('button', { name: 'Tags', exact: true }).click();
+  const tags = page.getByRole('dialog', { name: 'Tags' });
+  await tags.getByLabel('New tag').fill('web');
+  await tags.getByRole('button', { name: 'Create tag' }).click();
+  await tags.getByRole('list', { name: 'Project tags' }).getByText('web', { exact: true }).waitFor();
+  const refused = tags.getByLabel('New tag');
+  await refused.fill('Not A Slug');
+  await tags.getByRole('button', { name: 'Create tag' }).click();
+  await tags.getByRole('alert').filter({ hasText: 'slug' }).waitFor();
+  await tags.getByRole('button', { name: 'Delete tag chat' }).click();
+  await tags.getByRole('button', { name: 'Delete tag chat' }).waitFor({ state: 'detached' });
+  t.same((await svc.services.tags.list(SYSTEM, project)).map((x) => x.slug), ['db', 'web'], 'created and deleted through the API');
+  await page.keyboard.press('Escape');
+  await table.locator('.tag-chip[data-tag="chat"]').first().waitFor({ state: 'detached' });
+  t.same(await tagsOf('CHAT_BOT_TOKEN'), [], 'a deleted tag is carried by nothing');
 });

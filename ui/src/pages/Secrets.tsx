@@ -3,7 +3,7 @@
 // restore, search by key, export.
 import { batch, createEffect, createMemo, createResource, createSignal, For, on, onMount, Show } from 'solid-js';
 import { api, confirmationFlags, errorText, readSecret, withQuery, type Confirmation, type Folder, type ImportedFolder, type Project, type Secret, type SecretImport, type SecretVersion, type Tag } from '../api';
-import { Badge, Button, Confirm, ConfirmDelete, CopyButton, createAction, createConfirmation, createListView, Dialog, DialogForm, Empty, ErrorText, Field, formatDate, Icon, Link, ListTable, Loaded, Pager, SearchBox, Table, TextField, useDialog, useId, valueOf } from '../components';
+import { Badge, Button, Confirm, ConfirmDelete, CopyButton, createAction, submitWith, createConfirmation, createListView, Dialog, DialogForm, Empty, ErrorText, Field, formatDate, Icon, Link, ListTable, Loaded, Pager, SearchBox, Table, TextField, useDialog, useId, valueOf } from '../components';
 import { location, navigate, rememberSecretsSearch } from '../router';
 
 const PAGE = 50;
@@ -57,7 +57,8 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
 
   /** The tag the list is filtered by (the API's tagSlugs), or '' for none. */
   const [tagFilter, setTagFilter] = createSignal('');
-  const [projectTags] = createResource(
+  const [managingTags, setManagingTags] = createSignal(false);
+  const [projectTags, { refetch: refetchTags }] = createResource(
     () => props.project.id,
     (id) => api<{ tags: Tag[] }>('GET', `/api/v1/projects/${id}/tags`).then((r) => r.tags),
   );
@@ -199,6 +200,9 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
             </Button>
             <Button size="sm" onClick={() => setAddingImport(true)}>
               <Icon name="download" /> Import folder
+            </Button>
+            <Button size="sm" onClick={() => setManagingTags(true)}>
+              <Icon name="list" /> Tags
             </Button>
             <Button size="sm" onClick={() => setBulk(true)}>
               <Icon name="upload" /> Bulk paste
@@ -371,6 +375,16 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
           onSaved={(name) => {
             void refetchFolders();
             go(env(), normalisePath(`${path()}/${name}`));
+          }}
+        />
+      </Dialog>
+      <Dialog open={managingTags()} title="Tags" onClose={() => setManagingTags(false)}>
+        <TagsForm
+          projectId={props.project.id}
+          tags={valueOf(projectTags) ?? []}
+          onChanged={() => {
+            void refetchTags();
+            refresh();
           }}
         />
       </Dialog>
@@ -691,5 +705,46 @@ function ImportForm(props: { scope: Scope; environments: string[]; onSaved: () =
       </Field>
       <TextField label="From path" class="mono" required maxlength="1024" value={from()} onValue={setFrom} autocomplete="off" spellcheck={false} />
     </DialogForm>
+  );
+}
+
+/** The project's tags: create one (slug), delete one (secrets no longer carry it). */
+function TagsForm(props: { projectId: string; tags: Tag[]; onChanged: () => void }) {
+  const [slug, setSlug] = createSignal('');
+  const action = createAction();
+  const create = async () => {
+    await api('POST', `/api/v1/projects/${props.projectId}/tags`, { body: { slug: slug().trim() } });
+    setSlug('');
+    props.onChanged();
+  };
+  const remove = (tag: Tag) =>
+    action.run(async () => {
+      await api('DELETE', `/api/v1/projects/${props.projectId}/tags/${encodeURIComponent(tag.id)}`);
+      props.onChanged();
+    });
+  return (
+    <div class="stack">
+      <ErrorText message={action.error()} />
+      <Show when={props.tags.length > 0} fallback={<p class="muted-text small">No tags yet.</p>}>
+        <ul class="folders" aria-label="Project tags">
+          <For each={props.tags}>
+            {(tag) => (
+              <li class="folder-row">
+                <span class="tag-chip">{tag.slug}</span>
+                <button type="button" class="icon-btn danger" aria-label={`Delete tag ${tag.slug}`} title="Delete tag" onClick={() => void remove(tag)}>
+                  <Icon name="trash" />
+                </button>
+              </li>
+            )}
+          </For>
+        </ul>
+      </Show>
+      <form class="stack" onSubmit={submitWith(action, async () => await create())}>
+        <TextField label="New tag" class="mono" required maxlength="64" value={slug()} onValue={setSlug} autocomplete="off" spellcheck={false} />
+        <Button type="submit" size="sm" variant="primary" busy={action.busy()}>
+          <Icon name="plus" /> Create tag
+        </Button>
+      </form>
+    </div>
   );
 }
