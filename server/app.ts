@@ -16,7 +16,9 @@ import { registerOidcAuthRoutes } from './routes/v1/oidcAuth.js';
 import { registerMembershipRoutes } from './routes/v1/memberships.js';
 import { registerRoleRoutes } from './routes/v1/roles.js';
 import { registerProjectRoutes } from './routes/v1/projects.js';
+import { registerSecretImportRoutes } from './routes/v1/secretImports.js';
 import { registerSecretVersionRoutes } from './routes/v1/secretVersions.js';
+import { registerTagRoutes } from './routes/v1/tags.js';
 import { registerUniversalAuthRoutes } from './routes/v1/universalAuth.js';
 import { registerUserRoutes } from './routes/v1/users.js';
 import { registerFolderRoutes } from './routes/v2/folders.js';
@@ -68,6 +70,8 @@ const ROUTE_MODULES: ReadonlyArray<(api: Api, svc: Services) => void> = [
   registerFolderRoutes,
   registerV3SecretRoutes,
   registerV4SecretRoutes,
+  registerSecretImportRoutes,
+  registerTagRoutes,
   registerSecretVersionRoutes,
   registerExportRoutes,
   registerAuditRoutes,

@@ -25,7 +25,9 @@ import { writePipeline, type CommittedChange, type WritePipeline } from './domai
 import type { Logger } from './log.js';
 import { projectsDomain, type ProjectsDomain } from './domain/projects.js';
 import { secretVersionsDomain, type SecretVersionsDomain } from './domain/secretVersions.js';
+import { secretImportsDomain, type SecretImportsDomain } from './domain/secretImports.js';
 import { secretsDomain, type SecretsDomain } from './domain/secrets.js';
+import { tagsDomain, type TagsDomain } from './domain/tags.js';
 import { folderSnapshots } from './domain/snapshots.js';
 import { randomSetupCode, setupCode, usersDomain, type SetupCode, type UsersDomain } from './domain/users.js';
 
@@ -41,6 +43,8 @@ export interface Services {
   changes: WritePipeline;
   machineAuth: MachineAuth;
   secrets: SecretsDomain;
+  secretImports: SecretImportsDomain;
+  tags: TagsDomain;
   secretVersions: SecretVersionsDomain;
   exports: ExportDomain;
   projects: ProjectsDomain;
@@ -284,6 +288,8 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       const ready = Object.values(checks).every((v) => v === 'ok' || v === 'not configured');
       return { ready, checks };
     }
+    const secretImports = secretImportsDomain({ store, access, changes, caches });
+    const tags = tagsDomain({ store, access, changes, caches });
     return {
       lifecycle,
       readiness,
@@ -299,7 +305,9 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       users,
       auth: authenticator({ machineAuth: machine, users }),
       config: { sessionTtlSeconds: config.sessionTtlSeconds, cookieSecure: config.cookieSecure },
-      secrets: secretsDomain({ store, crypto, access, snapshots, changes, onCoalescedRead: hooks.coalescedRead }),
+      secrets: secretsDomain({ store, crypto, access, snapshots, changes, imports: secretImports, tags, onCoalescedRead: hooks.coalescedRead }),
+      secretImports,
+      tags,
       secretVersions: secretVersionsDomain({ store, crypto, access, changes }),
       exports: exportDomain({ crypto, access, snapshots, changes }),
       projects: projectsDomain({ store, crypto, access, changes }),

@@ -11,6 +11,8 @@ import { membershipsStore } from './memberships.js';
 import { organizationsStore } from './organizations.js';
 import { projectRolesStore } from './projectRoles.js';
 import { projectsStore } from './projects.js';
+import { secretImportsStore } from './secretImports.js';
+import { secretTagsStore } from './secretTags.js';
 import { secretsStore } from './secrets.js';
 import { usersStore } from './users.js';
 
@@ -21,6 +23,8 @@ function bind(sql: Queryable, opts: StoreOptions) {
     projects: projectsStore(sql),
     folders: foldersStore(sql),
     secrets: secretsStore(sql),
+    secretImports: secretImportsStore(sql),
+    secretTags: secretTagsStore(sql),
     identities: identitiesStore(sql),
     jwtAuths: jwtAuthStore(sql),
     memberships: membershipsStore(sql),

@@ -6,12 +6,16 @@ import type { AccessTokenState } from '../../storage/identities.js';
 import type { FolderRow } from '../../storage/folders.js';
 import type { MemberRoleRecord } from '../../storage/memberships.js';
 import type { ProjectRecord } from '../../storage/projects.js';
+import type { SecretImportRow } from '../../storage/secretImports.js';
+import type { TagRow } from '../../storage/secretTags.js';
 import type { SecretCipherRow } from '../../storage/secrets.js';
 
 /** Ciphertext rows of a folder (and its sub-folders when recursive), as loaded together. */
 export interface FolderSnapshot {
   folders: FolderRow[];
   rows: SecretCipherRow[];
+  /** The tag ids each secret carries (by secret id; absent: none). */
+  tagIds?: Map<string, string[]>;
 }
 
 export type ActorKind = 'identity' | 'user';
@@ -26,6 +30,7 @@ export const topics = {
   clientSecret: 'client-secret', // key: client secret id
   identity: 'identity', // key: identity id
   userSession: 'user-session', // key: session id
+  tags: 'tags', // key: project id (a tag created, changed or deleted)
 } as const;
 export type Topic = (typeof topics)[keyof typeof topics];
 
@@ -44,12 +49,13 @@ export const CACHE_TTL_MS = 60_000;
  *   person of a large installation, per project they use within a minute.
  * - folders: a snapshot holds a folder's ciphertext rows, ~300 B per secret (the seed's 14
  *   secrets: ~5 KB); 2,000 → ~10 MB at 14 secrets, ~100 MB only for 150-secret folders.
+ * - imports: a folder's import rows (~200 B each; most folders have none, ~100 B); 2,000 → < 1 MB.
  * - accessTokens: ~400 B each; 10,000 → ~4 MB. A token is looked up while its holder syncs
  *   (ESO: login, read, revoke within seconds), so entries follow the syncs of the last
  *   minute. A revoked or expired token (null) is never stored: it leaves on revocation
  *   (invalidated on every replica) and does not come back.
  */
-export const CACHE_LIMITS = { projects: 1_000, roles: 10_000, folders: 2_000, accessTokens: 10_000 } as const;
+export const CACHE_LIMITS = { projects: 1_000, roles: 10_000, folders: 2_000, accessTokens: 10_000, imports: 2_000 } as const;
 /** How often expired entries are dropped (services.ts runs the sweep). */
 export const CACHE_SWEEP_MS = 30_000;
 
@@ -60,6 +66,10 @@ export function createCaches(bus: CacheBus) {
     roles: new ReadThroughCache<MemberRoleRecord | null>(CACHE_LIMITS.roles, CACHE_TTL_MS, bus),
     folders: new ReadThroughCache<FolderSnapshot | null>(CACHE_LIMITS.folders, CACHE_TTL_MS, bus),
     accessTokens: new ReadThroughCache<AccessTokenState | null>(CACHE_LIMITS.accessTokens, CACHE_TTL_MS, bus, (state) => state !== null),
+    /** The imports of a folder, keyed `${environmentId}:${folderId}` (dropped with the environment's folders). */
+    imports: new ReadThroughCache<SecretImportRow[]>(CACHE_LIMITS.imports, CACHE_TTL_MS, bus),
+    /** A project's tags, keyed by project id. */
+    tags: new ReadThroughCache<TagRow[]>(CACHE_LIMITS.projects, CACHE_TTL_MS, bus),
   };
 
   bus.subscribe((topic, key) => {
@@ -68,11 +78,15 @@ export function createCaches(bus: CacheBus) {
         caches.projects.invalidateWhere((_k, p) => p?.id === key);
         caches.roles.invalidateWhere((k) => k.startsWith(`${key}:`));
         break;
+      case topics.tags:
+        caches.tags.invalidate(key);
+        break;
       case topics.projectSlug:
         caches.projects.invalidate(`slug:${key}`);
         break;
       case topics.environment:
         caches.folders.invalidateWhere((k) => k.startsWith(`${key}:`));
+        caches.imports.invalidateWhere((k) => k.startsWith(`${key}:`));
         break;
       case topics.membership:
         caches.roles.invalidate(key);

@@ -6,6 +6,8 @@ import { randomUUID } from 'node:crypto';
 import type { Crypto } from '../../crypto/index.js';
 import type { Store, TxStores } from '../../storage/index.js';
 import type { EnvironmentRow, ProjectRecord } from '../../storage/projects.js';
+import type { SecretImportRow } from '../../storage/secretImports.js';
+import type { TagRow } from '../../storage/secretTags.js';
 import type { SecretCipherRow } from '../../storage/secrets.js';
 import { AppError } from '../errors.js';
 import { auditActor, maySecrets, mayReadSecrets, requireSecrets, unrestrictedFor, type AccessControl, type Actor, type ProjectAccess, type ProjectRef, type SecretAction, type SystemActor } from './access.js';
@@ -15,6 +17,7 @@ import type { Origin, WritePipeline } from './pipeline.js';
 import { expandReferences, targetId, type ReferenceTarget } from './references.js';
 import { currentRow, versionRow, openSealed, sealMany, sealVersion, sealedItems, secretAad, valuesAndComments } from './sealed.js';
 import { folderNotFound, type FolderSnapshots } from './snapshots.js';
+import { tagRef, tagsForWrite, type TagRef } from './tags.js';
 import { CONTROL_CHARACTER, LONE_SURROGATE } from './text.js';
 
 export { secretAad } from './sealed.js';
@@ -34,6 +37,8 @@ export interface SecretView {
   skipMultilineEncoding: boolean;
   createdAt: Date;
   updatedAt: Date;
+  /** The tags it carries (absent: none). */
+  tags?: TagRef[];
 }
 
 export interface ReadQuery {
@@ -42,6 +47,32 @@ export interface ReadQuery {
   secretPath?: string;
   expandSecretReferences?: boolean;
   viewSecretValue?: boolean;
+  /** Single reads: a key absent from the folder is looked up in its imports (the last import holding it wins). */
+  includeImports?: boolean;
+}
+
+/** A folder's imports, in position order (secretImports.ts, cached). */
+export interface ImportSource {
+  ofFolder(env: EnvironmentRow, folderId: string): Promise<SecretImportRow[]>;
+}
+
+/** One import as a list with include_imports answers it: the source's secrets, then those of its own imports. */
+export interface ImportedFolder {
+  secretPath: string;
+  environment: string;
+  folderId: string;
+  secrets: SecretView[];
+}
+
+/** How deep imports of imports are followed (Infisical's bound). */
+export const MAX_IMPORT_DEPTH = 10;
+
+/** An imported secret's row, and the folder it lives in. */
+interface ImportedRow {
+  row: SecretCipherRow;
+  env: EnvironmentRow;
+  path: string;
+  tagIds?: string[];
 }
 
 const KEY_NAME = /^[^:/\s][^:/]{0,254}$/;
@@ -127,6 +158,10 @@ export interface SecretsDeps {
   access: Pick<AccessControl, 'authorize' | 'environment'>;
   snapshots: FolderSnapshots;
   changes: Pick<WritePipeline, 'inProject'>;
+  /** Secret imports; without it, a folder imports nothing. */
+  imports?: ImportSource;
+  /** The project's tags (cached); without it, secrets are answered without tags. */
+  tags?: { of(project: ProjectRecord): Promise<TagRow[]> };
   /** Called when a read shares a decryption task already under way (metrics). */
   onCoalescedRead?: () => void;
 }
@@ -141,6 +176,8 @@ interface Where {
 
 export interface NewSecret extends Where {
   key: string;
+  /** The project tags it carries. */
+  tagIds?: readonly string[];
   value: string;
   comment?: string;
   skipMultilineEncoding?: boolean;
@@ -150,6 +187,8 @@ export interface NewSecret extends Where {
 
 export interface SecretChange extends Where {
   key: string;
+  /** Replaces the tags it carries (absent: unchanged). */
+  tagIds?: readonly string[];
   value?: string;
   comment?: string;
   newKey?: string;
@@ -161,6 +200,18 @@ export interface SecretChange extends Where {
 function validateTexts(value: string | undefined, comment: string | undefined) {
   validateSecretText('secretValue', value);
   validateSecretText('secretComment', comment);
+}
+
+/** The tags a secret carries now, inside a write's transaction. */
+async function currentTags(s: Pick<TxStores, 'secretTags'>, project: ProjectRecord, secretId: string): Promise<TagRow[]> {
+  const ids = (await s.secretTags.linksOf([secretId])).get(secretId) ?? [];
+  if (ids.length === 0) return [];
+  return (await s.secretTags.ofProject(project.id)).filter((t) => ids.includes(t.id));
+}
+
+function withTagRows(v: SecretView, tags: readonly TagRow[]): SecretView {
+  if (tags.length > 0) v.tags = tags.map(tagRef).sort((a, b) => a.slug.localeCompare(b.slug));
+  return v;
 }
 
 export function secretsDomain(deps: SecretsDeps) {
@@ -232,14 +283,14 @@ export function secretsDomain(deps: SecretsDeps) {
    * holds (they are not opened again); everything else referenced is opened by
    * resolveTargets, one task per round.
    */
-  async function expand(project: ProjectRecord, scope: ProjectAccess, env: EnvironmentRow, all: SecretView[], opened: SecretView[]) {
+  async function expand(project: ProjectRecord, scope: ProjectAccess, all: SecretView[], opened: SecretView[]) {
     // A hidden value is not expanded (and does not stand for its secret's value).
     const views = all.filter((v) => !v.valueHidden);
     if (!views.some((v) => v.value.includes('${'))) return;
     const known = new Map<string, string>();
-    for (const s of opened) if (!s.valueHidden) known.set(targetId({ environment: env.slug, path: s.path, key: s.key }), s.value);
+    for (const s of opened) if (!s.valueHidden) known.set(targetId({ environment: s.environment, path: s.path, key: s.key }), s.value);
     const expanded = await expandReferences(
-      views.map((v) => ({ value: v.value, environment: env.slug, path: v.path })),
+      views.map((v) => ({ value: v.value, environment: v.environment, path: v.path })),
       known,
       (targets) => resolveTargets(project, scope, targets),
     );
@@ -271,8 +322,65 @@ export function secretsDomain(deps: SecretsDeps) {
       const o = opened.get(r.id)!;
       return secretView(project, env, r, pathOf.get(r.folderId)!, o.value, o.comment);
     });
-    if (q.viewSecretValue !== false && q.expandSecretReferences) await expand(project, scope, env, views, views);
+    if (q.viewSecretValue !== false && q.expandSecretReferences) await expand(project, scope, views, views);
     return views;
+  }
+
+  /**
+   * The folders `folderId` imports, in position order, as Infisical answers them: each
+   * import holds its source's secrets, then those of the source's own imports (followed
+   * MAX_IMPORT_DEPTH deep, each folder once, so a cycle made by a later rename ends).
+   * An import whose source the grant may not read, or that no longer exists (a folder
+   * renamed or deleted), is left out.
+   */
+  async function gatherImports(scope: ProjectAccess, project: ProjectRecord, env: EnvironmentRow, path: string, folderId: string) {
+    if (!deps.imports) return [];
+    const seen = new Set<string>([`${env.id}\u0000${path}`]);
+    /** The readable, existing sources among `imports`, each once. */
+    const sources = async (imports: readonly SecretImportRow[]) => {
+      const out: { env: EnvironmentRow; path: string; folderId: string; rows: SecretCipherRow[]; tagIds?: Map<string, string[]> }[] = [];
+      for (const imp of imports) {
+        const srcEnv = project.environments.find((e) => e.id === imp.importEnvId);
+        const key = `${imp.importEnvId}\u0000${imp.importPath}`;
+        if (!srcEnv || seen.has(key) || !mayReadSecrets(scope, srcEnv.slug, imp.importPath)) continue;
+        seen.add(key);
+        let snap: FolderSnapshot;
+        try {
+          snap = await snapshots.get(srcEnv, imp.importPath, false);
+        } catch (err) {
+          if (err instanceof AppError && err.code === 'SECRET_PATH_NOT_FOUND') continue;
+          throw err;
+        }
+        out.push({ env: srcEnv, path: imp.importPath, folderId: snap.folders[0]!.id, rows: snap.rows, tagIds: snap.tagIds });
+      }
+      return out;
+    };
+    const top = await sources(await deps.imports.ofFolder(env, folderId));
+    const groups: { secretPath: string; environment: EnvironmentRow; folderId: string; rows: ImportedRow[] }[] = [];
+    for (const t of top) {
+      const rows: ImportedRow[] = t.rows.map((row) => ({ row, env: t.env, path: t.path, tagIds: t.tagIds?.get(row.id) }));
+      let frontier = [t];
+      for (let depth = 1; depth < MAX_IMPORT_DEPTH && frontier.length > 0; depth++) {
+        const next = [];
+        for (const f of frontier) next.push(...(await sources(await deps.imports.ofFolder(f.env, f.folderId))));
+        for (const n of next) rows.push(...n.rows.map((row) => ({ row, env: n.env, path: n.path, tagIds: n.tagIds?.get(row.id) })));
+        frontier = next;
+      }
+      // One secret per key in an import: the source's own before its imports'.
+      const keys = new Set<string>();
+      groups.push({ secretPath: t.path, environment: t.env, folderId: t.folderId, rows: rows.filter((r) => !keys.has(r.row.key) && keys.add(r.row.key)) });
+    }
+    return groups;
+  }
+
+  /** Sets the tags of `views` from their tag ids (a tag deleted meanwhile is left out). */
+  async function attachTags(project: ProjectRecord, views: SecretView[], idsOf: (v: SecretView, i: number) => readonly string[] | undefined) {
+    if (!deps.tags || !views.some((v, i) => (idsOf(v, i)?.length ?? 0) > 0)) return;
+    const byId = new Map((await deps.tags.of(project)).map((t) => [t.id, t]));
+    views.forEach((v, i) => {
+      const ids = idsOf(v, i);
+      if (ids?.length) v.tags = ids.flatMap((id) => (byId.has(id) ? [tagRef(byId.get(id)!)] : [])).sort((a, b) => a.slug.localeCompare(b.slug));
+    });
   }
 
   /** A write's grant, environment and normalised path: 404 / 403 first, then the path's 422. */
@@ -293,28 +401,43 @@ export function secretsDomain(deps: SecretsDeps) {
       requireSecrets(scope, 'describe', env.slug, path);
       const snap = await snapshots.get(env, path, q.recursive ?? false);
       const pathOf = new Map(snap.folders.map((f) => [f.id, f.path]));
-      if (!unrestrictedFor(scope, 'describe', 'readValue')) return scopedList(project, scope, env, snap, pathOf, q);
+      if (!unrestrictedFor(scope, 'describe', 'readValue')) {
+        const scoped = await scopedList(project, scope, env, snap, pathOf, q);
+        await attachTags(project, scoped, (v) => snap.tagIds?.get(v.id));
+        return scoped;
+      }
       if (q.viewSecretValue === false) {
         // Nothing is decrypted that the response does not contain; comments are not secret values.
         const { comments } = await open(project, env, snap.rows, false);
-        return snap.rows.map((r, i) => secretView(project, env, r, pathOf.get(r.folderId)!, null, comments[i]!));
+        const hidden = snap.rows.map((r, i) => secretView(project, env, r, pathOf.get(r.folderId)!, null, comments[i]!));
+        await attachTags(project, hidden, (v) => snap.tagIds?.get(v.id));
+        return hidden;
       }
       const { values, comments } = valuesAndComments(snap.rows, await openSnapshot(project, env, snap));
       const views = snap.rows.map((r, i) => secretView(project, env, r, pathOf.get(r.folderId)!, values[i]!, comments[i]!));
-      if (q.expandSecretReferences) await expand(project, scope, env, views, views);
+      if (q.expandSecretReferences) await expand(project, scope, views, views);
+      await attachTags(project, views, (v) => snap.tagIds?.get(v.id));
       return views;
     },
 
     async get(actor: Actor, q: ReadQuery & { secretName: string; version?: number; type?: 'shared' | 'personal' }): Promise<SecretView> {
       const { project, access: scope } = await access.authorize(actor, q.project, 'secrets:read');
-      const env = access.environment(project, q.environment);
-      const path = normaliseSecretPath(q.secretPath);
-      requireSecrets(scope, q.viewSecretValue === false ? 'describe' : 'readValue', env.slug, path);
-      const snap = await snapshots.get(env, path, false);
+      const here = access.environment(project, q.environment);
+      const herePath = normaliseSecretPath(q.secretPath);
+      requireSecrets(scope, q.viewSecretValue === false ? 'describe' : 'readValue', here.slug, herePath);
+      const snap = await snapshots.get(here, herePath, false);
       // Personal overrides are not supported: there is never a personal secret to return.
       if (q.type === 'personal') throw secretNotFound(q.secretName);
-      const current = snap.rows.find((r) => r.key === q.secretName);
-      if (!current) throw secretNotFound(q.secretName);
+      let found: ImportedRow | undefined;
+      const local = snap.rows.find((r) => r.key === q.secretName);
+      if (local) found = { row: local, env: here, path: herePath, tagIds: snap.tagIds?.get(local.id) };
+      else if (q.includeImports) {
+        // As Infisical: the last import holding the key wins (only imports the caller may read).
+        const groups = await gatherImports(scope, project, here, herePath, snap.folders[0]!.id);
+        for (let i = groups.length - 1; i >= 0 && !found; i--) found = groups[i]!.rows.find((r) => r.row.key === q.secretName);
+      }
+      if (!found) throw secretNotFound(q.secretName);
+      const { row: current, env, path, tagIds } = found;
       const isCurrent = q.version === undefined || q.version === current.version;
       const reveal = q.viewSecretValue !== false;
       let v: SecretView;
@@ -332,10 +455,45 @@ export function secretsDomain(deps: SecretsDeps) {
       if (reveal && q.expandSecretReferences) {
         // Only what the value names is opened (one task per round of references), never
         // the rest of the folder. The row itself is known already, unless an older
-        // version was asked for (a reference to its key means the current one).
-        await expand(project, scope, env, [v], isCurrent ? [v] : []);
+        // version was asked for (a reference to its key means the current one). An
+        // imported secret's references are relative to the folder it lives in.
+        await expand(project, scope, [v], isCurrent ? [v] : []);
       }
+      await attachTags(project, [v], () => tagIds);
       return v;
+    },
+
+    /**
+     * The imports of the folder a list names (include_imports), each with its secrets:
+     * every value opened in one task with the comments, references expanded relative to
+     * the folder each secret lives in. Only imports whose source the caller may read.
+     */
+    async imports(actor: Actor, q: ReadQuery): Promise<ImportedFolder[]> {
+      const { project, access: scope } = await access.authorize(actor, q.project, 'secrets:read');
+      const env = access.environment(project, q.environment);
+      const path = normaliseSecretPath(q.secretPath);
+      requireSecrets(scope, 'describe', env.slug, path);
+      const snap = await snapshots.get(env, path, false);
+      const groups = await gatherImports(scope, project, env, path, snap.folders[0]!.id);
+      const all = groups.flatMap((g) => g.rows);
+      if (all.length === 0) return groups.map((g) => ({ secretPath: g.secretPath, environment: g.environment.slug, folderId: g.folderId, secrets: [] }));
+      const reveal = q.viewSecretValue !== false;
+      const items = all.flatMap((r) => rowItems(project, r.env, [r.row], reveal));
+      const { values, comments } = valuesAndComments(
+        all.map((r) => r.row),
+        await openSealed(crypto, project, items),
+        reveal,
+      );
+      const views = all.map((r, i) => secretView(project, r.env, r.row, r.path, reveal ? values[i]! : null, comments[i]!));
+      if (reveal && q.expandSecretReferences) await expand(project, scope, views, views);
+      await attachTags(project, views, (_v, n) => all[n]!.tagIds);
+      let i = 0;
+      return groups.map((g) => ({
+        secretPath: g.secretPath,
+        environment: g.environment.slug,
+        folderId: g.folderId,
+        secrets: g.rows.map(() => views[i++]!),
+      }));
     },
 
     async create(actor: Actor | SystemActor, input: NewSecret): Promise<SecretView> {
@@ -346,6 +504,7 @@ export function secretsDomain(deps: SecretsDeps) {
       const row = await grant.run(async ({ s, audit, invalidate }) => {
         const folder = await folderForWrite(s, env, path);
         if (await s.secrets.byKey(folder.id, key)) throw new AppError('BAD_REQUEST', 'Secret already exists');
+        const tags = input.tagIds ? await tagsForWrite(s, project, input.tagIds) : [];
         const at = { projectId: project.id, environmentId: env.id, folderId: folder.id, secretId: id, key, version: 1 };
         const { valueBlob, commentBlob, dataKeyId } = await sealVersion(crypto, s, project, at, input.value, input.comment);
         const inserted = await s.secrets.insert({
@@ -359,12 +518,21 @@ export function secretsDomain(deps: SecretsDeps) {
           immutable: input.immutable,
           ...auditActor(actor),
         });
+        if (tags.length > 0) await s.secretTags.setLinks(id, tags.map((t) => t.id));
         await s.folders.bumpVersion(folder.id);
-        await audit({ eventType: 'create-secret', projectId: project.id, environment: env.slug, secretPath: path, secretKey: key, secretVersion: 1 });
+        await audit({
+          eventType: 'create-secret',
+          projectId: project.id,
+          environment: env.slug,
+          secretPath: path,
+          secretKey: key,
+          secretVersion: 1,
+          ...(tags.length > 0 ? { metadata: { tags: tags.map((t) => t.slug).join(',') } } : {}),
+        });
         invalidate(topics.environment, env.id);
-        return inserted;
+        return { inserted, tags };
       });
-      return secretView(project, env, row, path, input.value, input.comment ?? '');
+      return withTagRows(secretView(project, env, row.inserted, path, input.value, input.comment ?? ''), row.tags);
     },
 
     /** A new version with a new value, comment and/or name; unchanged parts are re-sealed for it. */
@@ -380,6 +548,7 @@ export function secretsDomain(deps: SecretsDeps) {
           throw new AppError('CONFLICT', `Secret '${key}' must never change; an explicit override is required to change it`, REQUIRES_OVERRIDE);
         }
         if (newKey !== key && (await s.secrets.byKey(folder.id, newKey))) throw new AppError('BAD_REQUEST', 'Secret already exists');
+        const tags = input.tagIds ? await tagsForWrite(s, project, input.tagIds) : await currentTags(s, project, cur.id);
         const { values, comments } = await open(project, env, [cur]);
         const value = input.value ?? values[0]!;
         const comment = input.comment ?? comments[0]!;
@@ -396,6 +565,7 @@ export function secretsDomain(deps: SecretsDeps) {
           skipMultilineEncoding: input.skipMultilineEncoding,
           ...auditActor(actor),
         });
+        if (input.tagIds) await s.secretTags.setLinks(cur.id, tags.map((t) => t.id));
         await s.folders.bumpVersion(folder.id);
         await audit({
           eventType: 'update-secret',
@@ -404,12 +574,16 @@ export function secretsDomain(deps: SecretsDeps) {
           secretPath: path,
           secretKey: newKey,
           secretVersion: version,
-          metadata: { ...(newKey !== key ? { renamedFrom: key } : {}), ...(overridden ? IMMUTABLE_OVERRIDE : {}) },
+          metadata: {
+            ...(newKey !== key ? { renamedFrom: key } : {}),
+            ...(overridden ? IMMUTABLE_OVERRIDE : {}),
+            ...(input.tagIds ? { tags: tags.map((t) => t.slug).join(',') } : {}),
+          },
         });
         invalidate(topics.environment, env.id);
-        return { row, value, comment };
+        return { row, value, comment, tags };
       });
-      return secretView(project, env, result.row, path, result.value, result.comment);
+      return withTagRows(secretView(project, env, result.row, path, result.value, result.comment), result.tags);
     },
 
     /** Deletes the secret (and its versions); returns it as it was, value included, as Infisical does. */
@@ -422,6 +596,7 @@ export function secretsDomain(deps: SecretsDeps) {
           throw new AppError('CONFLICT', `Secret '${key}' must never change; an explicit override is required to delete it`, REQUIRES_OVERRIDE);
         }
         const { values, comments } = await open(project, env, [cur]);
+        const tags = await currentTags(s, project, cur.id);
         await s.secrets.remove(cur.id);
         await s.folders.bumpVersion(folder.id);
         await audit({
@@ -434,9 +609,9 @@ export function secretsDomain(deps: SecretsDeps) {
           ...(cur.immutable ? { metadata: IMMUTABLE_OVERRIDE } : {}),
         });
         invalidate(topics.environment, env.id);
-        return { row: cur, value: values[0]!, comment: comments[0]! };
+        return { row: cur, value: values[0]!, comment: comments[0]!, tags };
       });
-      return secretView(project, env, result.row, path, result.value, result.comment);
+      return withTagRows(secretView(project, env, result.row, path, result.value, result.comment), result.tags);
     },
 
     /**
@@ -465,7 +640,7 @@ export function secretsDomain(deps: SecretsDeps) {
      */
     async createMany(
       actor: Actor | SystemActor,
-      input: Where & { secrets: readonly { key: string; value: string; comment?: string; skipMultilineEncoding?: boolean }[] },
+      input: Where & { secrets: readonly { key: string; value: string; comment?: string; skipMultilineEncoding?: boolean; tagIds?: readonly string[] }[] },
     ): Promise<SecretView[]> {
       const { grant, project, env, path } = await writeTo(actor, input, 'create');
       if (input.secrets.length === 0) throw new AppError('VALIDATION', 'secrets must hold at least one secret');
@@ -486,6 +661,8 @@ export function secretsDomain(deps: SecretsDeps) {
           const names = existing.map((r) => r.key).sort();
           throw new AppError('BAD_REQUEST', `Secret already exists: ${names.slice(0, 10).join(', ')}${names.length > 10 ? ', …' : ''}`);
         }
+        const tagsOf = new Map<string, TagRow[]>();
+        for (const x of items) if (x.tagIds?.length) tagsOf.set(x.id, await tagsForWrite(s, project, x.tagIds));
         const plain: { plaintext: string; aad: string }[] = [];
         for (const x of items) {
           const at = { projectId: project.id, environmentId: env.id, folderId: folder.id, secretId: x.id, key: x.key, version: 1 };
@@ -503,6 +680,7 @@ export function secretsDomain(deps: SecretsDeps) {
           skipMultilineEncoding: x.skipMultilineEncoding,
         }));
         const inserted = await s.secrets.insertMany(toInsert, auditActor(actor), dataKeyId);
+        for (const [secretId, tags] of tagsOf) await s.secretTags.setLinks(secretId, tags.map((t) => t.id));
         await s.folders.bumpVersion(folder.id);
         // One entry per secret, appended under one hold of the chain.
         await auditMany(
@@ -517,9 +695,9 @@ export function secretsDomain(deps: SecretsDeps) {
           })),
         );
         invalidate(topics.environment, env.id);
-        return inserted;
+        return { inserted, tagsOf };
       });
-      return rows.map((r, n) => secretView(project, env, r, path, items[n]!.value, items[n]!.comment ?? ''));
+      return rows.inserted.map((r, n) => withTagRows(secretView(project, env, r, path, items[n]!.value, items[n]!.comment ?? ''), rows.tagsOf.get(r.id) ?? []));
     },
   };
 }

@@ -9,7 +9,7 @@ export const folderNotFound = (path: string, env: EnvironmentRow) =>
   new AppError('SECRET_PATH_NOT_FOUND', `Folder with path '${path}' in environment '${env.slug}' not found`);
 
 export interface SnapshotDeps {
-  store: { folders: Pick<Store['folders'], 'subtree' | 'byPath'>; secrets: Pick<Store['secrets'], 'listByFolders'> };
+  store: { folders: Pick<Store['folders'], 'subtree' | 'byPath'>; secrets: Pick<Store['secrets'], 'listByFolders'>; secretTags?: Pick<Store['secretTags'], 'linksOf'> };
   caches: Pick<Caches, 'folders'>;
 }
 
@@ -23,7 +23,11 @@ export function folderSnapshots(deps: SnapshotDeps) {
           ? await store.folders.subtree(env.id, path)
           : [await store.folders.byPath(env.id, path)].filter((f) => f !== undefined);
         if (folders[0]?.path !== path) return null;
-        return { folders, rows: await store.secrets.listByFolders(folders.map((f) => f.id)) };
+        const rows = await store.secrets.listByFolders(folders.map((f) => f.id));
+        // Tag links change only with a secret write (which drops the snapshot) or a tag
+        // delete (whose ids then resolve to nothing).
+        const tagIds = rows.length > 0 && store.secretTags ? await store.secretTags.linksOf(rows.map((r) => r.id)) : undefined;
+        return { folders, rows, tagIds };
       });
       if (!snap) throw folderNotFound(path, env);
       return snap;

@@ -4,12 +4,12 @@
 import { z } from 'zod';
 import type { ProjectRef } from '../domain/access.js';
 import type { Origin } from '../domain/pipeline.js';
-import { MAX_BATCH } from '../domain/secrets.js';
+import { MAX_BATCH, type SecretView } from '../domain/secrets.js';
 import { AppError } from '../errors.js';
 import type { Services } from '../services.js';
 import type { Api } from './api.js';
 import { boolish, boundedName, queryBool, queryInt, ref } from './input.js';
-import { oneSecret, secretRaw, secretSchema } from './shape.js';
+import { importedFolderSchema, importedRaw, oneSecret, secretRaw, secretSchema } from './shape.js';
 
 /** Large enough for certificates and key files; the body cap bounds the request anyway. */
 const MAX_VALUE = 256 * 1024;
@@ -34,7 +34,7 @@ const readScope = {
 const listQuery = z.object({
   ...readScope,
   recursive: queryBool.optional(),
-  /** Infisical's tag filter (comma-separated slugs): honoured, and as no secret here carries a tag, a filter matches none. */
+  /** Infisical's tag filter (comma-separated slugs): keeps the secrets carrying one of them (an unknown slug matches none, as in Infisical). */
   tagSlugs: z.string().max(4096).optional(),
 });
 
@@ -45,6 +45,8 @@ const getQuery = z.object({
   // Decimal digits only: z.coerce would also take 0x1, 1e0 and ' 1'.
   version: queryInt('version', 1, 2_147_483_647).optional(),
   type: z.enum(['shared', 'personal']).optional(),
+  /** The name Infisical's Node SDK sends for include_imports on a single read. */
+  includeImports: queryBool.optional(),
 });
 
 // A name that cannot exist (too long, control characters) is refused before it is
@@ -67,14 +69,15 @@ const writeScope = {
 };
 
 /**
- * Lists Infisical clients may send that this service has no use for (it keeps no tags
- * and no secret metadata): an empty list says exactly that and is accepted; a non-empty
- * one is refused, never dropped.
+ * Lists Infisical clients may send that this service has no use for (it keeps no secret
+ * metadata): an empty list says exactly that and is accepted; a non-empty one is
+ * refused, never dropped.
  */
 const emptyList = (name: string, what: string) =>
   z.array(z.unknown(), { error: `${name} must be a list` }).max(0, `${what} are not supported: send an empty list or leave ${name} out`).optional();
 const unsupportedLists = {
-  tagIds: emptyList('tagIds', 'tags'),
+  /** The project tags the secret carries (ids; on a change, the whole new set). */
+  tagIds: z.array(z.string({ error: 'tagIds must hold tag ids' }).max(64), { error: 'tagIds must be a list' }).max(50, 'tagIds may name at most 50 tags').optional(),
   secretMetadata: emptyList('secretMetadata', 'secret metadata'),
 };
 
@@ -118,6 +121,14 @@ const batchBody = z.object({
 export type ReadScope = { workspaceSlug?: string; workspaceId?: string; projectId?: string };
 export type WriteScope = { workspaceId?: string; projectSlug?: string; workspaceSlug?: string; projectId?: string };
 
+/** include_imports, or the SDK's includeImports: both given must agree. */
+function includeImports(q: { include_imports?: boolean; includeImports?: boolean }): boolean | undefined {
+  if (q.include_imports !== undefined && q.includeImports !== undefined && q.include_imports !== q.includeImports) {
+    throw new AppError('VALIDATION', 'include_imports and includeImports disagree');
+  }
+  return q.include_imports ?? q.includeImports;
+}
+
 /** The name in the path: URL-decoded by the router; the domain validates it. */
 function secretName(params: { secretName: string }): string {
   if (params.secretName.trim() === '') throw new AppError('VALIDATION', 'secretName is required');
@@ -146,22 +157,29 @@ export function registerSecretRoutes<L extends string, O extends string, B exten
 
   api.get(
     paths.list,
-    { caller: 'any', summary: 'The secrets of one environment and folder, decrypted (the operator\'s read)', query: listQuery, response: z.object({ secrets: z.array(secretSchema), imports: z.array(z.never()) }) },
+    {
+      caller: 'any',
+      summary: 'The secrets of one environment and folder, decrypted (the operator\'s read); with include_imports=true, also the folders it imports, in order',
+      query: listQuery,
+      response: z.object({ secrets: z.array(secretSchema), imports: z.array(importedFolderSchema) }),
+    },
     async ({ actor, query: q }) => {
-      const secrets = await svc.secrets.list(actor, {
+      const read = {
         project: project.read(q),
         environment: q.environment,
         secretPath: q.secretPath,
-        recursive: q.recursive,
         expandSecretReferences: q.expandSecretReferences,
         viewSecretValue: q.viewSecretValue,
-      });
-      // A tag filter keeps the secrets carrying one of its tags: tags do not exist here
-      // (yet), so none; never "every secret", which is what ignoring it would answer.
+      };
+      const [secrets, imports] = await Promise.all([
+        svc.secrets.list(actor, { ...read, recursive: q.recursive }),
+        q.include_imports ? svc.secrets.imports(actor, read) : [],
+      ]);
+      // A tag filter keeps the secrets carrying one of its tags (imported ones too); a
+      // slug no tag has matches none, never "every secret".
       const tags = tagFilter(q.tagSlugs);
-      const kept = tags.length === 0 ? secrets : [];
-      // Imports are accepted but this service has none to include.
-      return { body: { secrets: kept.map(secretRaw), imports: [] } };
+      const keep = (list: SecretView[]) => (tags.length === 0 ? list : list.filter((x) => x.tags?.some((t) => tags.includes(t.slug))));
+      return { body: { secrets: keep(secrets).map(secretRaw), imports: imports.map((i) => importedRaw(i, keep)) } };
     },
   );
 
@@ -178,6 +196,7 @@ export function registerSecretRoutes<L extends string, O extends string, B exten
         type: q.type,
         expandSecretReferences: q.expandSecretReferences,
         viewSecretValue: q.viewSecretValue,
+        includeImports: includeImports(q),
       });
       return { body: { secret: secretRaw(secret) } };
     },
@@ -189,6 +208,7 @@ export function registerSecretRoutes<L extends string, O extends string, B exten
       value: b.secretValue,
       comment: b.secretComment,
       skipMultilineEncoding: b.skipMultilineEncoding,
+      tagIds: b.tagIds,
     });
     return { body: { secret: secretRaw(secret) } };
   });
@@ -203,6 +223,7 @@ export function registerSecretRoutes<L extends string, O extends string, B exten
         comment: b.secretComment,
         newKey: b.newSecretName,
         skipMultilineEncoding: b.skipMultilineEncoding,
+        tagIds: b.tagIds,
         allowImmutableChange: b.overrideImmutable,
       });
       return { body: { secret: secretRaw(secret) } };
@@ -225,7 +246,7 @@ export function registerSecretRoutes<L extends string, O extends string, B exten
     async ({ actor, body: b, origin }) => {
       const secrets = await svc.secrets.createMany(actor, {
         ...where(b),
-        secrets: b.secrets.map((x) => ({ key: x.secretKey, value: x.secretValue, comment: x.secretComment, skipMultilineEncoding: x.skipMultilineEncoding })),
+        secrets: b.secrets.map((x) => ({ key: x.secretKey, value: x.secretValue, comment: x.secretComment, skipMultilineEncoding: x.skipMultilineEncoding, tagIds: x.tagIds })),
         origin,
       });
       return { body: { secrets: secrets.map(secretRaw) } };

@@ -1,7 +1,7 @@
 // The Infisical secret object, field for field: ESO's SDK breaks on a known field with
 // the wrong type, so every field here has exactly the contract's type.
 import { z } from 'zod';
-import type { SecretView } from '../domain/secrets.js';
+import type { ImportedFolder, SecretView } from '../domain/secrets.js';
 
 // Rows live in the folder cache, so their Date objects recur on every read of the
 // operator's hot path; formatting each once saves a measurable share of a list.
@@ -18,6 +18,9 @@ function iso(d: Date): string {
 /** An ISO 8601 timestamp as the answers carry them. */
 export const isoString = z.string().describe('ISO 8601 date-time');
 
+/** A tag as a secret carries it (Infisical's {id, slug, name, color}). */
+export const tagRefSchema = z.object({ id: z.string(), slug: z.string(), name: z.string(), color: z.string().nullable() });
+
 /** Infisical's secret object: ESO breaks on a known field with another type. */
 export const secretSchema = z.object({
   id: z.string(),
@@ -32,7 +35,7 @@ export const secretSchema = z.object({
   secretPath: z.string(),
   secretValueHidden: z.boolean(),
   skipMultilineEncoding: z.boolean(),
-  tags: z.array(z.never()),
+  tags: z.array(tagRefSchema),
   secretMetadata: z.array(z.never()),
   createdAt: isoString,
   updatedAt: isoString,
@@ -65,9 +68,33 @@ export function secretRaw(s: SecretView): z.infer<typeof secretSchema> {
     secretPath: s.path,
     secretValueHidden: s.valueHidden,
     skipMultilineEncoding: s.skipMultilineEncoding,
-    tags: [] as never[],
+    tags: s.tags ?? [],
     secretMetadata: [] as never[],
     createdAt: iso(s.createdAt),
     updatedAt: iso(s.updatedAt),
+  };
+}
+
+/** A secret inside an import of a list answer: Infisical's secret without its dates. */
+export const importedSecretSchema = secretSchema.omit({ createdAt: true, updatedAt: true });
+
+/** One import of a list answer (include_imports=true), as Infisical shapes it. */
+export const importedFolderSchema = z.object({
+  secretPath: z.string(),
+  environment: z.string(),
+  folderId: z.string(),
+  secrets: z.array(importedSecretSchema),
+});
+
+/** One import of a list answer, its secrets kept by `keep` (the list's tag filter). */
+export function importedRaw(i: ImportedFolder, keep: (secrets: SecretView[]) => SecretView[] = (x) => x): z.infer<typeof importedFolderSchema> {
+  return {
+    secretPath: i.secretPath,
+    environment: i.environment,
+    folderId: i.folderId,
+    secrets: keep(i.secrets).map((s) => {
+      const { createdAt: _c, updatedAt: _u, ...rest } = secretRaw(s);
+      return rest;
+    }),
   };
 }

@@ -76,6 +76,22 @@ for (const backend of BACKENDS) {
       t.equal(withImports.length, Object.keys(INVENTORY).length, 'listSecretsWithImports');
     });
 
+    await t.test('listSecretsWithImports with real imports', async (t) => {
+      const project = { id: seeded.projectId };
+      await svc.services.secrets.create(SYSTEM, { project, environment: 'staging', secretPath: '/', key: 'FROM_STAGING', value: 'imported' });
+      await svc.services.secrets.create(SYSTEM, { project, environment: 'staging', secretPath: '/', key: 'ROUTER_API_KEY', value: 'shadowed' });
+      await svc.services.secretImports.create(SYSTEM, { project, environment: 'prod', path: '/', import: { environment: 'staging', path: '/' } });
+      const merged = await client.secrets().listSecretsWithImports({ ...at, secretPath: '/' });
+      const values = Object.fromEntries(merged.map((s) => [s.secretKey, s.secretValue]));
+      t.same(values, { ...INVENTORY, FROM_STAGING: 'imported' }, 'the imported secret joins; the folder\'s own ROUTER_API_KEY wins');
+      const listed = await client.secrets().listSecrets({ ...at, secretPath: '/', includeImports: true });
+      t.same(listed.imports?.map((i) => [i.environment, i.secretPath, i.secrets.map((s) => s.secretKey)]), [['staging', '/', ['FROM_STAGING', 'ROUTER_API_KEY']]], 'listSecrets includeImports: the import itself');
+      const one = await client.secrets().getSecret({ ...at, secretPath: '/', secretName: 'FROM_STAGING', includeImports: true });
+      t.equal(one.secretValue, 'imported', 'getSecret includeImports: found through the import');
+      t.equal(one.environment, 'staging', 'where it lives');
+      await t.rejects(client.secrets().getSecret({ ...at, secretPath: '/', secretName: 'FROM_STAGING' }), { message: /\[StatusCode=404\]/ }, 'not without includeImports');
+    });
+
     await t.test('folders: create, listFolders', async (t) => {
       const apps = await client.folders().create({ ...at, name: 'apps', path: '/' });
       t.equal(apps.name, 'apps', 'folders().create');

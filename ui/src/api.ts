@@ -161,8 +161,15 @@ export interface Folder {
   path: string;
   parentId: string | null;
 }
+/** A project tag (GET /api/v1/projects/:projectId/tags); secrets carry {id, slug, name, color}. */
+export interface Tag {
+  id: string;
+  slug: string;
+  color: string | null;
+}
 export interface Secret {
   id: string;
+  tags: Tag[];
   secretKey: string;
   secretValue: string;
   secretComment: string;
@@ -170,6 +177,20 @@ export interface Secret {
   secretPath: string;
   createdAt: string;
   updatedAt: string;
+}
+/** An import of a folder (GET /api/v1/secret-imports). */
+export interface SecretImport {
+  id: string;
+  importPath: string;
+  importEnv: { id: string; name: string; slug: string };
+  position: number;
+}
+/** One import as a list with include_imports answers it. */
+export interface ImportedFolder {
+  secretPath: string;
+  environment: string;
+  folderId: string;
+  secrets: { secretKey: string }[];
 }
 export interface SecretVersion {
   id: string;

@@ -592,6 +592,93 @@ t.test('every state-changing route goes through the write pipeline', async (t) =
         },
       ];
     }),
+    ...((): Case[] => {
+      // Secret imports: prod / of a project imports dev / (which holds SRC=dev) and staging /.
+      const base = '/api/v1/secret-imports';
+      const at = (c: Record<string, string>) => ({ workspaceId: c.projectId, environment: 'prod', path: '/' });
+      const imported = async (r: Replica, c: Record<string, string>) => {
+        const res = await r.call('GET', `/api/v3/secrets/raw?workspaceSlug=${c.slug}&environment=prod&secretPath=%2F&include_imports=true`, admin);
+        return res.status === 200 ? res.body.imports.map((i: any) => [i.environment, i.secrets.map((s: any) => `${s.secretKey}=${s.secretValue}`)]) : res.status;
+      };
+      const withSources = async () => {
+        const p = await project();
+        await ok(a.call('POST', '/api/v3/secrets/raw/SRC', admin, { projectSlug: p.slug, environment: 'dev', secretValue: 'dev' }), 'dev secret');
+        await ok(a.call('POST', '/api/v3/secrets/raw/SRC', admin, { projectSlug: p.slug, environment: 'staging', secretValue: 'staging' }), 'staging secret');
+        return p;
+      };
+      const withImports = async () => {
+        const p = await withSources();
+        const first = (await ok(a.call('POST', base, admin, { ...at(p), import: { environment: 'dev', path: '/' } }), 'import')).secretImport.id as string;
+        await ok(a.call('POST', base, admin, { ...at(p), import: { environment: 'staging', path: '/' } }), 'import');
+        return { ...p, importId: first };
+      };
+      return [
+        {
+          route: `POST ${base}`,
+          events: ['create-secret-import'],
+          prepare: withSources,
+          call: (r, c) => r.call('POST', base, admin, { ...at(c), import: { environment: 'dev', path: '/' } }),
+          observe: imported,
+          changed: becomes([], [['dev', ['SRC=dev']]]),
+        },
+        {
+          route: `PATCH ${base}/:secretImportId`,
+          events: ['update-secret-import'],
+          prepare: withImports,
+          call: (r, c) => r.call('PATCH', `${base}/${c.importId}`, admin, { ...at(c), import: { position: 2 } }),
+          observe: imported,
+          changed: becomes([['dev', ['SRC=dev']], ['staging', ['SRC=staging']]], [['staging', ['SRC=staging']], ['dev', ['SRC=dev']]]),
+        },
+        {
+          route: `DELETE ${base}/:secretImportId`,
+          events: ['delete-secret-import'],
+          prepare: withImports,
+          call: (r, c) => r.call('DELETE', `${base}/${c.importId}`, admin, at(c)),
+          observe: imported,
+          changed: becomes([['dev', ['SRC=dev']], ['staging', ['SRC=staging']]], [['staging', ['SRC=staging']]]),
+        },
+      ];
+    })(),
+    ...(['/api/v1/workspace/:projectId/tags', '/api/v1/projects/:projectId/tags'] as const).flatMap((pattern): Case[] => {
+      const base = (c: Record<string, string>) => pattern.replace(':projectId', c.projectId!);
+      /** The tag slugs secret K carries, as replica r lists it (cached there). */
+      const carried = async (r: Replica, c: Record<string, string>) => {
+        const res = await list(r, c.slug!, admin);
+        return res.status === 200 ? res.body.secrets.find((s: any) => s.secretKey === 'K')?.tags.map((x: any) => x.slug) : res.status;
+      };
+      const tagged = async () => {
+        const p = await project();
+        const tag = (await ok(a.call('POST', `/api/v1/projects/${p.projectId}/tags`, admin, { slug: 'db' }), 'tag')).tag.id as string;
+        await ok(a.call('POST', '/api/v3/secrets/raw/K', admin, { projectSlug: p.slug, environment: 'prod', secretValue: 'v', tagIds: [tag] }), 'tagged secret');
+        return { ...p, tagId: tag };
+      };
+      return [
+        {
+          route: `POST ${pattern}`,
+          events: ['create-tag'],
+          prepare: project,
+          call: (r, c) => r.call('POST', base(c), admin, { slug: 'db', color: 'red' }),
+          observe: async (r, c) => (await r.call('GET', base(c), admin)).body.tags.map((x: any) => x.slug),
+          changed: becomes([], ['db']),
+        },
+        {
+          route: `PATCH ${pattern}/:tagId`,
+          events: ['update-tag'],
+          prepare: tagged,
+          call: (r, c) => r.call('PATCH', `${base(c)}/${c.tagId}`, admin, { slug: 'database' }),
+          observe: carried,
+          changed: becomes(['db'], ['database']),
+        },
+        {
+          route: `DELETE ${pattern}/:tagId`,
+          events: ['delete-tag'],
+          prepare: tagged,
+          call: (r, c) => r.call('DELETE', `${base(c)}/${c.tagId}`, admin),
+          observe: carried,
+          changed: becomes(['db'], []),
+        },
+      ];
+    }),
     {
       route: 'POST /api/v1/secret/:secretId/secret-versions/:version/restore',
       events: ['restore-secret-version'],

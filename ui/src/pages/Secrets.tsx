@@ -2,8 +2,8 @@
 // table (values hidden until revealed), add / edit / delete / bulk paste, history with
 // restore, search by key, export.
 import { batch, createEffect, createMemo, createResource, createSignal, For, on, onMount, Show } from 'solid-js';
-import { api, confirmationFlags, errorText, readSecret, withQuery, type Confirmation, type Folder, type Project, type Secret, type SecretVersion } from '../api';
-import { Badge, Button, Confirm, ConfirmDelete, CopyButton, createAction, createConfirmation, createListView, Dialog, DialogForm, Empty, ErrorText, Field, formatDate, Icon, Link, ListTable, Loaded, Pager, SearchBox, Table, TextField, useDialog, useId, valueOf } from '../components';
+import { api, confirmationFlags, errorText, readSecret, withQuery, type Confirmation, type Folder, type ImportedFolder, type Project, type Secret, type SecretImport, type SecretVersion, type Tag } from '../api';
+import { Badge, Button, Confirm, ConfirmDelete, CopyButton, createAction, submitWith, createConfirmation, createListView, Dialog, DialogForm, Empty, ErrorText, Field, formatDate, Icon, Link, ListTable, Loaded, Pager, SearchBox, Table, TextField, useDialog, useId, valueOf } from '../components';
 import { location, navigate, rememberSecretsSearch } from '../router';
 
 const PAGE = 50;
@@ -55,14 +55,38 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
   const go = (e: string, p: string) => navigate(withQuery(`/projects/${props.project.id}/secrets`, { env: e, path: p === '/' ? undefined : p }));
   const scope = () => ({ projectId: props.project.id, environment: env(), secretPath: path() });
 
+  /** The tag the list is filtered by (the API's tagSlugs), or '' for none. */
+  const [tagFilter, setTagFilter] = createSignal('');
+  const [managingTags, setManagingTags] = createSignal(false);
+  const [projectTags, { refetch: refetchTags }] = createResource(
+    () => props.project.id,
+    (id) => api<{ tags: Tag[] }>('GET', `/api/v1/projects/${id}/tags`).then((r) => r.tags),
+  );
   const [secrets, { refetch }] = createResource(
-    () => (env() ? scope() : undefined),
-    (q) => api<{ secrets: Secret[] }>('GET', '/api/v4/secrets', { query: { ...q, viewSecretValue: false } }).then((r) => r.secrets),
+    () => (env() ? { ...scope(), tag: tagFilter() } : undefined),
+    ({ tag, ...q }) => api<{ secrets: Secret[] }>('GET', '/api/v4/secrets', { query: { ...q, viewSecretValue: false, tagSlugs: tag || undefined } }).then((r) => r.secrets),
   );
   const [folders, { refetch: refetchFolders }] = createResource(
     () => (env() ? scope() : undefined),
     (q) => api<{ folders: Folder[] }>('GET', '/api/v2/folders', { query: { projectId: q.projectId, environment: q.environment, path: q.secretPath } }).then((r) => r.folders),
   );
+
+  // The folder's imports (ids and order) and what each answers (keys only: values stay hidden).
+  const [imports, { refetch: refetchImports }] = createResource(
+    () => (env() ? scope() : undefined),
+    async (q) => {
+      const [defined, read] = await Promise.all([
+        api<{ secretImports: SecretImport[] }>('GET', '/api/v1/secret-imports', { query: { projectId: q.projectId, environment: q.environment, path: q.secretPath } }),
+        api<{ imports: ImportedFolder[] }>('GET', '/api/v4/secrets', { query: { ...q, include_imports: true, viewSecretValue: false } }),
+      ]);
+      return defined.secretImports.map((i) => ({
+        ...i,
+        keys: read.imports.find((r) => r.environment === i.importEnv.slug && r.secretPath === i.importPath)?.secrets.map((x) => x.secretKey),
+      }));
+    },
+  );
+  const [addingImport, setAddingImport] = createSignal(false);
+  const [removingImport, setRemovingImport] = createSignal<SecretImport>();
 
   const list = createListView({
     items: () => valueOf(secrets),
@@ -174,6 +198,12 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
             <Button size="sm" onClick={() => setNewFolder(true)}>
               <Icon name="folder" /> New folder
             </Button>
+            <Button size="sm" onClick={() => setAddingImport(true)}>
+              <Icon name="download" /> Import folder
+            </Button>
+            <Button size="sm" onClick={() => setManagingTags(true)}>
+              <Icon name="list" /> Tags
+            </Button>
             <Button size="sm" onClick={() => setBulk(true)}>
               <Icon name="upload" /> Bulk paste
             </Button>
@@ -185,6 +215,12 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
 
         <div class="toolbar">
           <SearchBox label="Search secrets by key" placeholder="Search by key" value={list.query()} onInput={list.setQuery} />
+          <Show when={(valueOf(projectTags) ?? []).length > 0}>
+            <select class="tag-filter" aria-label="Filter by tag" value={tagFilter()} onChange={(e) => setTagFilter(e.currentTarget.value)}>
+              <option value="">All tags</option>
+              <For each={valueOf(projectTags)}>{(t) => <option value={t.slug}>{t.slug}</option>}</For>
+            </select>
+          </Show>
           <span class="muted-text small" aria-live="polite">
             <Show when={(valueOf(secrets)?.length ?? 0) > 0}>
               {list.filtered().length} of {valueOf(secrets)!.length} secrets
@@ -208,6 +244,31 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
               )}
             </For>
           </ul>
+        </Show>
+
+        <ErrorText message={imports.error && !secrets.error ? errorText(imports.error) : undefined} />
+        <Show when={(valueOf(imports) ?? []).length > 0}>
+          <section class="imports" aria-label="Imports">
+            <h3 class="small muted-text">Imported, in order (a key of this folder wins; among imports, the last one holding a key)</h3>
+            <ul class="folders">
+              <For each={valueOf(imports)}>
+                {(i) => (
+                  <li class="folder-row" data-import={`${i.importEnv.slug}:${i.importPath}`}>
+                    <span>
+                      <Badge>{i.position}</Badge> <strong>{i.importEnv.slug}</strong> <span class="mono">{i.importPath}</span>{' '}
+                      <span class="muted-text small">
+                        {i.keys === undefined ? 'not readable or missing' : i.keys.length === 0 ? 'no secrets' : `${i.keys.length} secret${i.keys.length === 1 ? '' : 's'}: `}
+                        <span class="mono">{(i.keys ?? []).slice(0, 12).join(', ')}{(i.keys?.length ?? 0) > 12 ? ', …' : ''}</span>
+                      </span>
+                    </span>
+                    <button type="button" class="icon-btn" aria-label={`Remove import ${i.importEnv.slug} ${i.importPath}`} title="Remove import" onClick={() => setRemovingImport(i)}>
+                      <Icon name="trash" />
+                    </button>
+                  </li>
+                )}
+              </For>
+            </ul>
+          </section>
         </Show>
 
         <Loaded
@@ -235,6 +296,17 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
                     <tr data-key={s.secretKey}>
                       <th scope="row" class="mono key-cell">
                         {s.secretKey}
+                        <Show when={s.tags.length > 0}>
+                          <span class="tag-chips">
+                            <For each={s.tags}>
+                              {(tag) => (
+                                <span class="tag-chip" data-tag={tag.slug} title={tag.color ? `Tag ${tag.slug} (${tag.color})` : `Tag ${tag.slug}`}>
+                                  {tag.slug}
+                                </span>
+                              )}
+                            </For>
+                          </span>
+                        </Show>
                         <Show when={s.secretComment}>
                           <div class="muted-text small comment">{s.secretComment}</div>
                         </Show>
@@ -286,10 +358,10 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
       </div>
 
       <Dialog open={adding()} title="Add secret" onClose={() => setAdding(false)}>
-        <SecretForm scope={scope()} onSaved={refresh} />
+        <SecretForm scope={scope()} tags={valueOf(projectTags) ?? []} onSaved={refresh} />
       </Dialog>
       <Dialog open={editing() !== undefined} title={`Edit ${editing()?.secretKey ?? ''}`} onClose={() => setEditing(undefined)}>
-        <SecretForm scope={scope()} secret={editing()} onSaved={refresh} />
+        <SecretForm scope={scope()} tags={valueOf(projectTags) ?? []} secret={editing()} onSaved={refresh} />
       </Dialog>
       <Dialog open={bulk()} title="Bulk paste" onClose={() => setBulk(false)} wide>
         <BulkForm scope={scope()} existing={(valueOf(secrets) ?? []).map((s) => s.secretKey)} onSaved={refresh} />
@@ -306,6 +378,34 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
           }}
         />
       </Dialog>
+      <Dialog open={managingTags()} title="Tags" onClose={() => setManagingTags(false)}>
+        <TagsForm
+          projectId={props.project.id}
+          tags={valueOf(projectTags) ?? []}
+          onChanged={() => {
+            void refetchTags();
+            refresh();
+          }}
+        />
+      </Dialog>
+      <Dialog open={addingImport()} title="Import folder" onClose={() => setAddingImport(false)}>
+        <ImportForm scope={scope()} environments={envs().map((e) => e.slug)} onSaved={() => void refetchImports()} />
+      </Dialog>
+      <Confirm
+        open={removingImport() !== undefined}
+        title="Remove import"
+        message={
+          <>
+            Stop importing <strong>{removingImport()?.importEnv.slug}</strong> <span class="mono">{removingImport()?.importPath}</span> into {env()} <span class="mono">{path()}</span>? Its secrets stay where they are.
+          </>
+        }
+        confirmLabel="Remove import"
+        onClose={() => setRemovingImport(undefined)}
+        onConfirm={async () => {
+          await api('DELETE', `/api/v1/secret-imports/${encodeURIComponent(removingImport()!.id)}`, { body: { projectId: props.project.id, environment: env(), path: path() } });
+          void refetchImports();
+        }}
+      />
       <Confirm
         open={deleting() !== undefined}
         title="Delete secret"
@@ -349,11 +449,12 @@ type Scope = { projectId: string; environment: string; secretPath: string };
 const PROTECTED_KEY = 'This key is marked as never changing: consumers may break if it changes. Confirm again to do it anyway.';
 
 /** Adds a secret, or edits one (its value is fetched when the form opens). */
-function SecretForm(props: { scope: Scope; secret?: Secret; onSaved: () => void }) {
+function SecretForm(props: { scope: Scope; tags: Tag[]; secret?: Secret; onSaved: () => void }) {
   const dialog = useDialog();
   const [key, setKey] = createSignal(props.secret?.secretKey ?? '');
   const [value, setValue] = createSignal('');
   const [comment, setComment] = createSignal(props.secret?.secretComment ?? '');
+  const [tagIds, setTagIds] = createSignal<string[]>(props.secret?.tags.map((x) => x.id) ?? []);
   const [loading, setLoading] = createSignal(false);
   const action = createAction();
   // A change of a key marked as never changing is refused until it is saved again, with the override.
@@ -383,11 +484,12 @@ function SecretForm(props: { scope: Scope; secret?: Secret; onSaved: () => void 
           secretValue: value(),
           secretComment: comment(),
           newSecretName: renamed ? key().trim() : undefined,
+          tagIds: tagIds(),
           overrideImmutable: level === 'overrideImmutable' || undefined,
         },
       });
     } else {
-      await api('POST', `/api/v4/secrets/${encodeURIComponent(key().trim())}`, { body: { ...props.scope, secretValue: value(), secretComment: comment() || undefined } });
+      await api('POST', `/api/v4/secrets/${encodeURIComponent(key().trim())}`, { body: { ...props.scope, secretValue: value(), secretComment: comment() || undefined, tagIds: tagIds() } });
     }
   };
 
@@ -411,6 +513,23 @@ function SecretForm(props: { scope: Scope; secret?: Secret; onSaved: () => void 
         <textarea id={valueId} class="mono" rows="4" value={value()} onInput={(e) => setValue(e.currentTarget.value)} disabled={loading()} autocomplete="off" spellcheck={false} />
       </Field>
       <TextField label="Comment (optional)" value={comment()} onValue={setComment} autocomplete="off" />
+      <Show when={props.tags.length > 0}>
+        <fieldset class="tag-choices">
+          <legend>Tags</legend>
+          <For each={props.tags}>
+            {(tag) => (
+              <label class="tag-choice">
+                <input
+                  type="checkbox"
+                  checked={tagIds().includes(tag.id)}
+                  onChange={(e) => setTagIds((ids) => (e.currentTarget.checked ? [...ids, tag.id] : ids.filter((i) => i !== tag.id)))}
+                />{' '}
+                {tag.slug}
+              </label>
+            )}
+          </For>
+        </fieldset>
+      </Show>
     </DialogForm>
   );
 }
@@ -558,5 +677,74 @@ function FolderForm(props: { scope: Scope; onSaved: (name: string) => void }) {
         autocomplete="off"
       />
     </DialogForm>
+  );
+}
+
+/** Imports another folder (environment and path) of the project into this one. */
+function ImportForm(props: { scope: Scope; environments: string[]; onSaved: () => void }) {
+  const dialog = useDialog();
+  const [environment, setEnvironment] = createSignal(props.environments.find((e) => e !== props.scope.environment) ?? props.environments[0] ?? '');
+  const [from, setFrom] = createSignal('/');
+  const envId = useId('import-env');
+  const submit = async () => {
+    await api('POST', '/api/v1/secret-imports', {
+      body: { projectId: props.scope.projectId, environment: props.scope.environment, path: props.scope.secretPath, import: { environment: environment(), path: normalisePath(from()) } },
+    });
+    props.onSaved();
+    dialog.close();
+  };
+  return (
+    <DialogForm onSubmit={submit} submitLabel="Import">
+      <p class="muted-text small">
+        Into <strong>{props.scope.environment}</strong> <span class="mono">{props.scope.secretPath}</span>: its readers also get the secrets of the folder chosen here.
+      </p>
+      <Field label="From environment" for={envId}>
+        <select id={envId} value={environment()} onChange={(e) => setEnvironment(e.currentTarget.value)}>
+          <For each={props.environments}>{(e) => <option value={e}>{e}</option>}</For>
+        </select>
+      </Field>
+      <TextField label="From path" class="mono" required maxlength="1024" value={from()} onValue={setFrom} autocomplete="off" spellcheck={false} />
+    </DialogForm>
+  );
+}
+
+/** The project's tags: create one (slug), delete one (secrets no longer carry it). */
+function TagsForm(props: { projectId: string; tags: Tag[]; onChanged: () => void }) {
+  const [slug, setSlug] = createSignal('');
+  const action = createAction();
+  const create = async () => {
+    await api('POST', `/api/v1/projects/${props.projectId}/tags`, { body: { slug: slug().trim() } });
+    setSlug('');
+    props.onChanged();
+  };
+  const remove = (tag: Tag) =>
+    action.run(async () => {
+      await api('DELETE', `/api/v1/projects/${props.projectId}/tags/${encodeURIComponent(tag.id)}`);
+      props.onChanged();
+    });
+  return (
+    <div class="stack">
+      <ErrorText message={action.error()} />
+      <Show when={props.tags.length > 0} fallback={<p class="muted-text small">No tags yet.</p>}>
+        <ul class="folders" aria-label="Project tags">
+          <For each={props.tags}>
+            {(tag) => (
+              <li class="folder-row">
+                <span class="tag-chip">{tag.slug}</span>
+                <button type="button" class="icon-btn danger" aria-label={`Delete tag ${tag.slug}`} title="Delete tag" onClick={() => void remove(tag)}>
+                  <Icon name="trash" />
+                </button>
+              </li>
+            )}
+          </For>
+        </ul>
+      </Show>
+      <form class="stack" onSubmit={submitWith(action, async () => await create())}>
+        <TextField label="New tag" class="mono" required maxlength="64" value={slug()} onValue={setSlug} autocomplete="off" spellcheck={false} />
+        <Button type="submit" size="sm" variant="primary" busy={action.busy()}>
+          <Icon name="plus" /> Create tag
+        </Button>
+      </form>
+    </div>
   );
 }
