@@ -9,7 +9,7 @@ import { AppError } from '../errors.js';
 import type { Services } from '../services.js';
 import type { Api } from './api.js';
 import { boolish, boundedName, queryBool, queryInt, ref } from './input.js';
-import { oneSecret, secretRaw, secretSchema } from './shape.js';
+import { oneSecret, rawListSegments, secretRaw, secretSchema } from './shape.js';
 
 /** Large enough for certificates and key files; the body cap bounds the request anyway. */
 const MAX_VALUE = 256 * 1024;
@@ -148,17 +148,23 @@ export function registerSecretRoutes<L extends string, O extends string, B exten
     paths.list,
     { caller: 'any', summary: 'The secrets of one environment and folder, decrypted (the operator\'s read)', query: listQuery, response: z.object({ secrets: z.array(secretSchema), imports: z.array(z.never()) }) },
     async ({ actor, query: q }) => {
-      const secrets = await svc.secrets.list(actor, {
+      const read = {
         project: project.read(q),
         environment: q.environment,
         secretPath: q.secretPath,
         recursive: q.recursive,
         expandSecretReferences: q.expandSecretReferences,
         viewSecretValue: q.viewSecretValue,
-      });
+      };
       // A tag filter keeps the secrets carrying one of its tags: tags do not exist here
       // (yet), so none; never "every secret", which is what ignoring it would answer.
       const tags = tagFilter(q.tagSlugs);
+      if (tags.length === 0) {
+        // The hot path: the answer's bytes, rendered where the values are opened.
+        const bytes = await svc.secrets.listRendered(actor, read, rawListSegments);
+        if (bytes !== undefined) return { raw: true, body: bytes };
+      }
+      const secrets = await svc.secrets.list(actor, read);
       const kept = tags.length === 0 ? secrets : [];
       // Imports are accepted but this service has none to include.
       return { body: { secrets: kept.map(secretRaw), imports: [] } };
