@@ -116,7 +116,7 @@ class PlainRequest implements HttpRequest {
   actor: { kind: string; id: string } | undefined;
   /** performance.now() when the request arrived. */
   readonly start: number;
-  private rawQuery: string;
+  readonly rawQuery: string;
   private parsedQuery: URLSearchParams | undefined;
 
   constructor(reqId: string, method: Method, path: string, rawQuery: string, headers: Record<string, string>, remoteAddress: string) {

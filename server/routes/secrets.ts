@@ -146,7 +146,7 @@ export function registerSecretRoutes<L extends string, O extends string, B exten
 
   api.get(
     paths.list,
-    { caller: 'any', summary: 'The secrets of one environment and folder, decrypted (the operator\'s read)', query: listQuery, response: z.object({ secrets: z.array(secretSchema), imports: z.array(z.never()) }) },
+    { caller: 'any', summary: 'The secrets of one environment and folder, decrypted (the operator\'s read)', query: listQuery, cacheQuery: true, response: z.object({ secrets: z.array(secretSchema), imports: z.array(z.never()) }) },
     async ({ actor, query: q }) => {
       const read = {
         project: project.read(q),
