@@ -11,6 +11,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { startCeiling, type Ceiling } from './ceiling.js';
+import { bigFolder, halfLoad, readLines } from './read.js';
 import { seedHomelab, startBenchService, type BenchService, type Seeded } from './service.js';
 
 function intEnv(name: string, fallback: number, min: number, max: number): number {
@@ -140,8 +141,9 @@ function table(rows: ScenarioReport[]): string {
 async function main(): Promise<number> {
   const started = new Date();
   const loadAtStart = loadavg()[0]!;
-  // Everything is bounded in time: three scenarios, plus generous set-up and tear-down.
-  const budgetMs = (3 * (SECONDS + WARMUP_SECONDS) + 180) * 1000;
+  // Everything is bounded in time: three scenarios, the half-load run and the 10k folder
+  // (seeding included), plus generous set-up and tear-down.
+  const budgetMs = (3 * (SECONDS + WARMUP_SECONDS) + SECONDS + 180 + 300) * 1000;
   const watchdog = setTimeout(() => {
     console.error(`bench: still running after ${budgetMs / 1000} s; giving up`);
     process.exit(2);
@@ -229,6 +231,14 @@ async function main(): Promise<number> {
     );
     console.log(`ESO cycles/s (a) = ${a.cyclesPerSec!.toFixed(0)}`);
 
+    process.stdout.write(`\n(b½) raw list at half of (b)'s throughput, ${SECONDS} s ... `);
+    const half = await halfLoad(`${service.url}${RAW_PATH}`, authorization, bodyText, b.reqPerSec, SECONDS, CONNECTIONS);
+    console.log(`${half.reqPerSec.toFixed(0)} req/s`);
+    process.stdout.write('(d) seeding one folder of 10,000 secrets, then reading it cold and warm ... ');
+    const big = await bigFolder(service.running.services, service.url, 'homelab', seeded.projectId, token);
+    console.log(`seeded in ${big.seedSeconds.toFixed(1)} s, answer ${big.responseBytes} bytes\n`);
+    for (const line of readLines(half, big)) console.log(line);
+
     const problems: string[] = [];
     for (const r of reports) {
       const what = (phase: string, x: { non2xx: number; errors: number; mismatches: number }) => {
@@ -240,6 +250,10 @@ async function main(): Promise<number> {
       if (r.warmup) what('warm-up', r.warmup);
       if (r.non2xx > 0) problems.push(`(${r.id}) status codes: ${JSON.stringify(r.statusCodes)}`);
     }
+    if (half.non2xx > 0 || half.errors > 0 || half.mismatches > 0) {
+      problems.push(`(b½): non-2xx ${half.non2xx}, connection errors ${half.errors}, body mismatches ${half.mismatches}`);
+    }
+    problems.push(...big.problems);
 
     mkdirSync(RESULTS_DIR, { recursive: true });
     const out = {
@@ -265,6 +279,7 @@ async function main(): Promise<number> {
       },
       scenarios: reports,
       ratios: { throughputBOverC: throughputRatio, p99BOverC: p99Ratio },
+      read: { halfLoad: half, bigFolder: big },
       ok: problems.length === 0,
       problems,
     };
