@@ -357,10 +357,23 @@ class PooledCrypto implements Crypto {
     items: Array<{ blob: Buffer | Uint8Array; aad: string }>,
     refuseIf?: string,
   ): Promise<Rendered> {
-    if (!Array.isArray(items) || !Array.isArray(segments)) throw new CryptoError('BAD_TASK');
-    const { views: [key, ...blobs], transferList } = pack([wrappedKey, ...items.map((i) => i?.blob)]);
-    const packed = items.map((i, n) => ({ blob: blobs[n]!, aad: i.aad }));
-    const task = { op: 'render' as const, cacheKey, wrappedKey: key!, keyAad, segments, items: packed, ...(refuseIf !== undefined ? { refuseIf } : {}) };
+    if (!Array.isArray(items) || !Array.isArray(segments) || !segments.every((x) => typeof x === 'string')) throw new CryptoError('BAD_TASK');
+    if (!items.every((i) => typeof i?.aad === 'string')) throw new CryptoError('BAD_TASK');
+    // Packed (see RenderTask): one string and one buffer each, with where each piece ends.
+    const { views: [key, all], transferList } = pack([wrappedKey, concatBytes(items.map((i) => i.blob))]);
+    const task = {
+      op: 'render' as const,
+      cacheKey,
+      wrappedKey: key!,
+      keyAad,
+      segments: segments.join(''),
+      segmentEnds: ends(segments.map((x) => x.length)),
+      blobs: all!,
+      blobEnds: ends(items.map((i) => i.blob.byteLength)),
+      aads: items.map((i) => i.aad).join(''),
+      aadEnds: ends(items.map((i) => i.aad.length)),
+      ...(refuseIf !== undefined ? { refuseIf } : {}),
+    };
     return asRendered(await this.#run(task, transferList)) ?? { refused: true };
   }
 
@@ -431,6 +444,27 @@ function pack(views: unknown[]): { views: Uint8Array[]; transferList: ArrayBuffe
     return all.subarray(at - v.byteLength, at);
   });
   return { views: out, transferList: [all.buffer] };
+}
+
+/** Running sums: where each piece ends in the concatenation. */
+function ends(lengths: number[]): Uint32Array {
+  const out = new Uint32Array(lengths.length);
+  let at = 0;
+  for (let i = 0; i < lengths.length; i++) out[i] = at += lengths[i]!;
+  return out;
+}
+
+/** The views' bytes in one fresh Uint8Array (refuses anything but Uint8Arrays). */
+function concatBytes(views: unknown[]): Uint8Array {
+  if (!views.every((v) => v instanceof Uint8Array)) throw new CryptoError('BAD_TASK');
+  const bytes = views as Uint8Array[];
+  const out = new Uint8Array(bytes.reduce((n, v) => n + v.byteLength, 0));
+  let at = 0;
+  for (const v of bytes) {
+    out.set(v, at);
+    at += v.byteLength;
+  }
+  return out;
 }
 
 function asRendered(r: { bytes?: Uint8Array; refused?: true }): Rendered | undefined {

@@ -31,11 +31,14 @@ export type Task =
   | { op: 'rendered'; cacheKey: string };
 
 /**
- * Opens `items` and writes each plaintext, as a JSON string literal (JSON.stringify's
- * quoting), between the caller's fixed `segments`: segments[0] item[0] segments[1] …
- * item[n-1] segments[n]. The result is UTF-8 bytes, kept in this worker's bounded
- * cache under `cacheKey` (see renderCache below), so the plaintext is never a string on
- * the main thread: it receives finished bytes for the request that sends them.
+ * Opens n sealed items and writes each plaintext, as a JSON string literal (JSON.stringify's
+ * quoting), between the caller's n + 1 fixed segments: segment[0] item[0] segment[1] …
+ * item[n-1] segment[n]. The result is UTF-8 bytes, kept in this worker's bounded cache
+ * under `cacheKey` (see renderCache below), so the plaintext is never a string on the
+ * main thread: it receives finished bytes for the request that sends them.
+ * Packed, so a folder of 10,000 secrets is a handful of cloned values, not 30,000:
+ * `segments` / `aads` are the texts concatenated, `blobs` the blobs concatenated, and
+ * each `*Ends` holds where each one ends.
  * `refuseIf`: when a plaintext contains it, nothing is rendered (`{ refused: true }`,
  * remembered under the key too): the caller needs the values themselves (reference
  * expansion happens on the main thread, for that request only).
@@ -45,8 +48,12 @@ export interface RenderTask {
   cacheKey: string;
   wrappedKey: Uint8Array;
   keyAad: string;
-  segments: string[];
-  items: Array<{ blob: Uint8Array; aad: string }>;
+  segments: string;
+  segmentEnds: Uint32Array;
+  blobs: Uint8Array;
+  blobEnds: Uint32Array;
+  aads: string;
+  aadEnds: Uint32Array;
   refuseIf?: string;
 }
 
@@ -221,6 +228,15 @@ export function renderCacheStats(): { entries: number; bytes: number } {
 const fail = (code: ErrorCode, index?: number): Failure =>
   index === undefined ? { ok: false, code } : { ok: false, code, index };
 const isStr = (v: unknown): v is string => typeof v === 'string';
+/** Ends of consecutive pieces of a whole of `total`: never decreasing, the last one the whole. */
+function ascending(ends: Uint32Array, total: number): boolean {
+  let prev = 0;
+  for (let i = 0; i < ends.length; i++) {
+    if (ends[i]! < prev) return false;
+    prev = ends[i]!;
+  }
+  return ends.length === 0 ? total === 0 : prev === total;
+}
 const isBytes = (v: unknown): v is Uint8Array => v instanceof Uint8Array;
 const asBuffer = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
 
@@ -295,25 +311,31 @@ async function dispatch(t: Task): Promise<Results[keyof Results] | Failure> {
     }
 
     case 'render': {
-      if (!isStr(t.cacheKey) || !isBytes(t.wrappedKey) || !isStr(t.keyAad) || !Array.isArray(t.items) || !Array.isArray(t.segments)) return fail('BAD_TASK');
-      if (t.segments.length !== t.items.length + 1 || !t.segments.every(isStr)) return fail('BAD_TASK');
-      if (!t.items.every((i) => isBytes(i?.blob) && isStr(i.aad))) return fail('BAD_TASK');
+      const { segments, segmentEnds, blobs, blobEnds, aads, aadEnds } = t;
+      if (!isStr(t.cacheKey) || !isBytes(t.wrappedKey) || !isStr(t.keyAad) || !isStr(segments) || !isStr(aads) || !isBytes(blobs)) return fail('BAD_TASK');
+      if (!(segmentEnds instanceof Uint32Array) || !(blobEnds instanceof Uint32Array) || !(aadEnds instanceof Uint32Array)) return fail('BAD_TASK');
+      const n = blobEnds.length;
+      if (aadEnds.length !== n || segmentEnds.length !== n + 1) return fail('BAD_TASK');
+      if (!ascending(segmentEnds, segments.length) || !ascending(blobEnds, blobs.length) || !ascending(aadEnds, aads.length)) return fail('BAD_TASK');
       if (t.refuseIf !== undefined && (!isStr(t.refuseIf) || t.refuseIf === '')) return fail('BAD_TASK');
       applyForgets();
       const key = await dataKey(keyProvider, asBuffer(t.wrappedKey), t.keyAad);
       if (key === null) return fail('UNWRAP_FAILED');
       const byVersion = (v: number) => (v === DATA_KEY_VERSION ? key : undefined);
-      const parts: string[] = [t.segments[0]!];
-      for (const [index, item] of t.items.entries()) {
-        const plain = open(byVersion, asBuffer(item.blob), item.aad);
-        if (plain === null) return fail('OPEN_FAILED', index);
+      const all = asBuffer(blobs);
+      const parts: string[] = [segments.slice(0, segmentEnds[0])];
+      for (let i = 0; i < n; i++) {
+        const blob = all.subarray(i === 0 ? 0 : blobEnds[i - 1], blobEnds[i]);
+        const aad = aads.slice(i === 0 ? 0 : aadEnds[i - 1], aadEnds[i]);
+        const plain = open(byVersion, blob, aad);
+        if (plain === null) return fail('OPEN_FAILED', i);
         const text = plain.toString('utf8');
         plain.fill(0);
         if (t.refuseIf !== undefined && text.includes(t.refuseIf)) {
           rememberRendered(t.cacheKey, REFUSED);
           return { ok: true, refused: true };
         }
-        parts.push(JSON.stringify(text), t.segments[index + 1]!);
+        parts.push(JSON.stringify(text), segments.slice(segmentEnds[i], segmentEnds[i + 1]));
       }
       const json = parts.join('');
       // A whole ArrayBuffer of its own (never Node's shared pool): it is cached and zeroed.
