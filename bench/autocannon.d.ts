@@ -40,6 +40,8 @@ declare module 'autocannon' {
     requests?: RequestSpec[];
     initialContext?: Record<string, unknown>;
     expectBody?: string;
+    /** Requests per second across all connections (a fixed offered load). */
+    overallRate?: number;
   }
 
   export interface Result {

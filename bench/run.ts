@@ -12,6 +12,7 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { startCeiling, type Ceiling } from './ceiling.js';
 import { processScenarios, startServiceProcess, type ServiceProcess } from './process.js';
+import { BIG_FOLDER_PATH, bigFolder, halfLoad, readLines, TARGETS } from './read.js';
 import { freshDatabase, seedHomelab, startBenchService, type BenchService, type Seeded } from './service.js';
 
 function intEnv(name: string, fallback: number, min: number, max: number): number {
@@ -225,6 +226,14 @@ async function runBackend(backend: Backend): Promise<{ code: number; figures: Fi
     );
     console.log(`ESO cycles/s (a) = ${a.cyclesPerSec!.toFixed(0)}`);
 
+    process.stdout.write(`\n(b½) raw list at half of (b)'s throughput, ${SECONDS} s ... `);
+    const half = await halfLoad(`${service.url}${RAW_PATH}`, authorization, bodyText, b.reqPerSec, SECONDS, CONNECTIONS);
+    console.log(`${half.reqPerSec.toFixed(0)} req/s`);
+    process.stdout.write('(d) seeding one folder of 10,000 secrets, then reading it cold and warm ... ');
+    const big = await bigFolder(service.running.services, service.url, 'homelab', seeded.projectId, token);
+    console.log(`seeded in ${big.seedSeconds.toFixed(1)} s, answer ${big.responseBytes} bytes\n`);
+    for (const line of readLines(half, big)) console.log(line);
+
     const problems: string[] = [];
     for (const r of reports) {
       const what = (phase: string, x: { non2xx: number; errors: number; mismatches: number }) => {
@@ -236,6 +245,10 @@ async function runBackend(backend: Backend): Promise<{ code: number; figures: Fi
       if (r.warmup) what('warm-up', r.warmup);
       if (r.non2xx > 0) problems.push(`(${r.id}) status codes: ${JSON.stringify(r.statusCodes)}`);
     }
+    if (half.non2xx > 0 || half.errors > 0 || half.mismatches > 0) {
+      problems.push(`(b½): non-2xx ${half.non2xx}, connection errors ${half.errors}, body mismatches ${half.mismatches}`);
+    }
+    problems.push(...big.problems);
 
     mkdirSync(RESULTS_DIR, { recursive: true });
     const out = {
@@ -261,6 +274,7 @@ async function runBackend(backend: Backend): Promise<{ code: number; figures: Fi
       },
       scenarios: reports,
       ratios: { throughputBOverC: throughputRatio, p99BOverC: p99Ratio },
+      read: { halfLoad: half, bigFolder: big },
       ok: problems.length === 0,
       problems,
     };
@@ -270,6 +284,9 @@ async function runBackend(backend: Backend): Promise<{ code: number; figures: Fi
     const figures: Figure[] = [
       { row: '(a) ESO cycle (login, list, revoke)', backend: backend.id, value: a.cyclesPerSec!, unit: 'cycles/s', target: 1000, atLeast: true },
       { row: '(b)/(c) throughput ratio, 14 secrets', backend: backend.id, value: throughputRatio, unit: '', target: 0.6, atLeast: true, digits: 2 },
+      { row: "(b) p99 at half of (b)'s throughput", backend: backend.id, value: half.latencyMs.p99, unit: 'ms', target: TARGETS.halfLoadP99Ms, atLeast: false },
+      { row: `10k folder (${BIG_FOLDER_PATH}), cold first read`, backend: backend.id, value: big.coldMs, unit: 'ms', target: TARGETS.bigColdMs, atLeast: false },
+      { row: `10k folder (${BIG_FOLDER_PATH}), warm read (median)`, backend: backend.id, value: big.warmMs.median, unit: 'ms', target: TARGETS.bigWarmMs, atLeast: false },
     ];
     if (problems.length) {
       console.error('\nBENCH FAILED: requests failed during the run');

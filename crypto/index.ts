@@ -2,12 +2,13 @@
 // no key material: start-up moves the key bytes into the pool's workers and keeps
 // no copy, so a worker lost later cannot be replaced (see README.md).
 import { availableParallelism } from 'node:os';
+import { BroadcastChannel } from 'node:worker_threads';
 import { hash, verify, type Algorithm } from '@node-rs/argon2';
 import { Piscina } from 'piscina';
 import { ENCRYPTION_KEY_BYTES, isValidEncryptionKey, ProviderConfigError } from './keyProvider.js';
 import { createPkcs11RootKey, type Pkcs11Settings } from './pkcs11.js';
 import type { ProviderKind, RootKeyConfig } from './providers.js';
-import type { ErrorCode, Failure, Results, Task } from './worker.js';
+import { RENDER_CHANNEL, type ErrorCode, type Failure, type Results, type Task } from './worker.js';
 
 export { headerOf, type BlobHeader } from './blob.js';
 export type { KeyProvider } from './keyProvider.js';
@@ -66,6 +67,9 @@ export interface CryptoPoolStats {
 
 export type CryptoErrorCode = ErrorCode;
 
+/** A rendered answer: its bytes, or refused (a plaintext held the caller's `refuseIf`). */
+export type Rendered = { bytes: Buffer; refused?: undefined } | { bytes?: undefined; refused: true };
+
 // Fixed texts: a message must never echo a plaintext, an aad or a key.
 const MESSAGES: Record<CryptoErrorCode, string> = {
   OPEN_FAILED: 'a sealed value could not be opened',
@@ -94,6 +98,25 @@ export interface Crypto {
   sealMany(wrappedKey: Buffer, keyAad: string, items: Array<{ plaintext: string; aad: string }>): Promise<Buffer[]>;
   /** One worker task for all items. Throws CryptoError OPEN_FAILED (with index) or UNWRAP_FAILED. */
   openMany(wrappedKey: Buffer, keyAad: string, items: Array<{ blob: Buffer | Uint8Array; aad: string }>): Promise<string[]>;
+  /**
+   * Opens `items` in one task and returns `segments[0] item[0] segments[1] … segments[n]`
+   * as UTF-8 bytes, each plaintext written as a JSON string literal; the worker keeps the
+   * bytes under `cacheKey` (which must name an exact version of every input: the caller
+   * never reuses one for other content). `refused`: a plaintext contains `refuseIf`, and
+   * nothing was rendered. Errors as openMany.
+   */
+  render(
+    wrappedKey: Buffer,
+    keyAad: string,
+    cacheKey: string,
+    segments: string[],
+    items: Array<{ blob: Buffer | Uint8Array; aad: string }>,
+    refuseIf?: string,
+  ): Promise<Rendered>;
+  /** What a worker holds under `cacheKey` (a task to any one worker): undefined when it holds nothing. */
+  rendered(cacheKey: string): Promise<Rendered | undefined>;
+  /** Every worker drops the rendered entries whose key starts with `prefix` ('' = all); asynchronous, best effort (keys are never reused anyway). */
+  forgetRendered(prefix: string): void;
   /** HMAC-SHA-256 under a subkey of the data key: deterministic, for high-entropy secrets only. */
   mac(wrappedKey: Buffer, keyAad: string, message: string): Promise<Buffer>;
   /** The MACs of several messages under the same key, in one worker task. */
@@ -238,6 +261,7 @@ class PooledCrypto implements Crypto {
   readonly #pool: Piscina;
   readonly #onFatal: (() => void) | undefined;
   readonly #onTask: ((op: string, seconds: number) => void) | undefined;
+  #renderChannel: BroadcastChannel | undefined;
   // starting → running → (failed →) closed; failed and closed refuse every call.
   #state: 'starting' | 'running' | 'failed' | 'closed' = 'starting';
   #stopping: Promise<void> | undefined;
@@ -335,6 +359,43 @@ class PooledCrypto implements Crypto {
     return (await this.#run({ op: 'open', wrappedKey: key!, keyAad, items: packed }, transferList)).values;
   }
 
+  async render(
+    wrappedKey: Buffer,
+    keyAad: string,
+    cacheKey: string,
+    segments: string[],
+    items: Array<{ blob: Buffer | Uint8Array; aad: string }>,
+    refuseIf?: string,
+  ): Promise<Rendered> {
+    if (!Array.isArray(items) || !Array.isArray(segments) || !segments.every((x) => typeof x === 'string')) throw new CryptoError('BAD_TASK');
+    if (!items.every((i) => typeof i?.aad === 'string')) throw new CryptoError('BAD_TASK');
+    // Packed (see RenderTask): one string and one buffer each, with where each piece ends.
+    const { views: [key, all], transferList } = pack([wrappedKey, concatBytes(items.map((i) => i.blob))]);
+    const task = {
+      op: 'render' as const,
+      cacheKey,
+      wrappedKey: key!,
+      keyAad,
+      segments: segments.join(''),
+      segmentEnds: ends(segments.map((x) => x.length)),
+      blobs: all!,
+      blobEnds: ends(items.map((i) => i.blob.byteLength)),
+      aads: items.map((i) => i.aad).join(''),
+      aadEnds: ends(items.map((i) => i.aad.length)),
+      ...(refuseIf !== undefined ? { refuseIf } : {}),
+    };
+    return asRendered(await this.#run(task, transferList)) ?? { refused: true };
+  }
+
+  async rendered(cacheKey: string): Promise<Rendered | undefined> {
+    return asRendered(await this.#run({ op: 'rendered', cacheKey }));
+  }
+
+  forgetRendered(prefix: string): void {
+    if (this.#state === 'closed' || typeof prefix !== 'string') return;
+    (this.#renderChannel ??= unrefChannel(new BroadcastChannel(RENDER_CHANNEL))).postMessage({ forgetPrefix: prefix });
+  }
+
   async mac(wrappedKey: Buffer, keyAad: string, message: string): Promise<Buffer> {
     return (await this.macMany(wrappedKey, keyAad, [message]))[0]!;
   }
@@ -383,6 +444,8 @@ class PooledCrypto implements Crypto {
   async close(): Promise<void> {
     if (this.#state === 'closed') return;
     this.#state = 'closed';
+    this.#renderChannel?.close();
+    this.#renderChannel = undefined;
     this.#stopping ??= this.#pool.close();
     await this.#stopping;
   }
@@ -402,6 +465,37 @@ function pack(views: unknown[]): { views: Uint8Array[]; transferList: ArrayBuffe
     return all.subarray(at - v.byteLength, at);
   });
   return { views: out, transferList: [all.buffer] };
+}
+
+/** Running sums: where each piece ends in the concatenation. */
+function ends(lengths: number[]): Uint32Array {
+  const out = new Uint32Array(lengths.length);
+  let at = 0;
+  for (let i = 0; i < lengths.length; i++) out[i] = at += lengths[i]!;
+  return out;
+}
+
+/** The views' bytes in one fresh Uint8Array (refuses anything but Uint8Arrays). */
+function concatBytes(views: unknown[]): Uint8Array {
+  if (!views.every((v) => v instanceof Uint8Array)) throw new CryptoError('BAD_TASK');
+  const bytes = views as Uint8Array[];
+  const out = new Uint8Array(bytes.reduce((n, v) => n + v.byteLength, 0));
+  let at = 0;
+  for (const v of bytes) {
+    out.set(v, at);
+    at += v.byteLength;
+  }
+  return out;
+}
+
+function asRendered(r: { bytes?: Uint8Array; refused?: true }): Rendered | undefined {
+  if (r.refused === true) return { refused: true };
+  return r.bytes instanceof Uint8Array ? { bytes: toBuffer(r.bytes) } : undefined;
+}
+
+function unrefChannel(c: BroadcastChannel): BroadcastChannel {
+  c.unref();
+  return c;
 }
 
 // Structured clone delivers Uint8Array; wrap without copying.

@@ -4,7 +4,7 @@
 // Expected failures are returned as { ok: false, code }, never thrown: an Error
 // crossing the thread boundary loses its code, and its message could carry input.
 import { createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
-import { isMainThread, threadId } from 'node:worker_threads';
+import { BroadcastChannel, isMainThread, receiveMessageOnPort, threadId, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { open, seal } from './blob.js';
 import { ProviderConfigError, ProviderUnavailableError, type KeyProvider } from './keyProvider.js';
@@ -35,7 +35,36 @@ export type Task =
       final: [string, string];
       extra: string[];
     }
-  | { op: 'rewrap'; wrapped: Uint8Array; keyAad: string; toVersion: number };
+  | { op: 'rewrap'; wrapped: Uint8Array; keyAad: string; toVersion: number }
+  | RenderTask
+  | { op: 'rendered'; cacheKey: string };
+
+/**
+ * Opens n sealed items and writes each plaintext, as a JSON string literal (JSON.stringify's
+ * quoting), between the caller's n + 1 fixed segments: segment[0] item[0] segment[1] …
+ * item[n-1] segment[n]. The result is UTF-8 bytes, kept in this worker's bounded cache
+ * under `cacheKey` (see renderCache below), so the plaintext is never a string on the
+ * main thread: it receives finished bytes for the request that sends them.
+ * Packed, so a folder of 10,000 secrets is a handful of cloned values, not 30,000:
+ * `segments` / `aads` are the texts concatenated, `blobs` the blobs concatenated, and
+ * each `*Ends` holds where each one ends.
+ * `refuseIf`: when a plaintext contains it, nothing is rendered (`{ refused: true }`,
+ * remembered under the key too): the caller needs the values themselves (reference
+ * expansion happens on the main thread, for that request only).
+ */
+export interface RenderTask {
+  op: 'render';
+  cacheKey: string;
+  wrappedKey: Uint8Array;
+  keyAad: string;
+  segments: string;
+  segmentEnds: Uint32Array;
+  blobs: Uint8Array;
+  blobEnds: Uint32Array;
+  aads: string;
+  aadEnds: Uint32Array;
+  refuseIf?: string;
+}
 
 /** Keys a worker, once; see init(). */
 export interface InitTask {
@@ -61,6 +90,9 @@ export interface Results {
   mac: { ok: true; macs: Uint8Array[] };
   macChain: { ok: true; links: Uint8Array[]; final: Uint8Array; extra: Uint8Array[] };
   rewrap: { ok: true; wrapped: Uint8Array };
+  render: { ok: true; bytes?: Uint8Array; refused?: true };
+  /** `bytes` or `refused` as rendered under the key; neither: not in this worker's cache. */
+  rendered: { ok: true; bytes?: Uint8Array; refused?: true };
 }
 
 // Every value blob is sealed under data key version 1 for now; the header field
@@ -131,9 +163,90 @@ async function dataKey(p: KeyProvider, wrapped: Buffer, keyAad: string): Promise
   return key;
 }
 
+// Rendered responses (plaintext, as UTF-8 JSON bytes), least recently used first. Inside
+// the trust boundary that already holds every data key; bounded in bytes and entries.
+// Keys name an exact version of their inputs (the caller never reuses a key for other
+// content), so an entry can never be stale; the main thread also broadcasts the keys it
+// no longer uses (an invalidated folder, a lost cache bus) on RENDER_CHANNEL, and they
+// are dropped at once.
+export const RENDER_CACHE_MAX_BYTES = 32 * 1024 * 1024;
+export const RENDER_CACHE_MAX_ENTRIES = 4096;
+/** The BroadcastChannel name: messages are `{ forgetPrefix: string }` (an empty prefix: all). */
+export const RENDER_CHANNEL = 'vault-standalone/crypto/render-cache';
+const REFUSED = new Uint8Array(0);
+const renderCache = new Map<string, Uint8Array>();
+let renderBytes = 0;
+
+function rememberRendered(key: string, bytes: Uint8Array): void {
+  forgetRendered(key);
+  if (bytes.byteLength > RENDER_CACHE_MAX_BYTES) return;
+  while (renderCache.size > 0 && (renderBytes + bytes.byteLength > RENDER_CACHE_MAX_BYTES || renderCache.size >= RENDER_CACHE_MAX_ENTRIES)) {
+    forgetRendered(renderCache.keys().next().value!);
+  }
+  renderCache.set(key, bytes);
+  renderBytes += bytes.byteLength;
+}
+
+function forgetRendered(key: string): void {
+  const old = renderCache.get(key);
+  if (old === undefined) return;
+  renderCache.delete(key);
+  renderBytes -= old.byteLength;
+  // Plaintext: zeroed, not left to the collector (a copy handed out is the receiver's).
+  old.fill(0);
+}
+
+function forgetRenderedPrefix(prefix: string): void {
+  for (const key of [...renderCache.keys()]) if (key.startsWith(prefix)) forgetRendered(key);
+}
+
+let renderChannel: BroadcastChannel | undefined;
+/**
+ * Applies the forgets broadcast since the last task. Read synchronously at the start of
+ * every render task: piscina's idle workers block in Atomics.wait, so a message handler
+ * would only run late; the cache is only read inside tasks, so this is in time.
+ */
+function applyForgets(): void {
+  if (isMainThread) return;
+  if (renderChannel === undefined) {
+    renderChannel = new BroadcastChannel(RENDER_CHANNEL);
+    // Never what keeps a worker alive: the pool owns its life.
+    renderChannel.unref();
+  }
+  // Node accepts a BroadcastChannel here (since 15.4); its typings name MessagePort only.
+  const port = renderChannel as unknown as MessagePort;
+  for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) {
+    const prefix = (m.message as { forgetPrefix?: unknown } | null)?.forgetPrefix;
+    if (typeof prefix === 'string') forgetRenderedPrefix(prefix);
+  }
+}
+
+/** The cached answer under `key` (refreshed as most recently used): a copy goes to the caller. */
+function renderedResult(key: string): Results['rendered'] {
+  const hit = renderCache.get(key);
+  if (hit === undefined) return { ok: true };
+  renderCache.delete(key);
+  renderCache.set(key, hit);
+  return hit === REFUSED ? { ok: true, refused: true } : { ok: true, bytes: hit };
+}
+
+/** Render-cache statistics for tests: never a key or a byte of content. */
+export function renderCacheStats(): { entries: number; bytes: number } {
+  return { entries: renderCache.size, bytes: renderBytes };
+}
+
 const fail = (code: ErrorCode, index?: number): Failure =>
   index === undefined ? { ok: false, code } : { ok: false, code, index };
 const isStr = (v: unknown): v is string => typeof v === 'string';
+/** Ends of consecutive pieces of a whole of `total`: never decreasing, the last one the whole. */
+function ascending(ends: Uint32Array, total: number): boolean {
+  let prev = 0;
+  for (let i = 0; i < ends.length; i++) {
+    if (ends[i]! < prev) return false;
+    prev = ends[i]!;
+  }
+  return ends.length === 0 ? total === 0 : prev === total;
+}
 const isBytes = (v: unknown): v is Uint8Array => v instanceof Uint8Array;
 const asBuffer = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
 
@@ -199,6 +312,47 @@ async function dispatch(t: Task): Promise<Results[keyof Results] | Failure> {
         values.push(plain.toString('utf8'));
       }
       return { ok: true, values };
+    }
+
+    case 'rendered': {
+      if (!isStr(t.cacheKey)) return fail('BAD_TASK');
+      applyForgets();
+      return renderedResult(t.cacheKey);
+    }
+
+    case 'render': {
+      const { segments, segmentEnds, blobs, blobEnds, aads, aadEnds } = t;
+      if (!isStr(t.cacheKey) || !isBytes(t.wrappedKey) || !isStr(t.keyAad) || !isStr(segments) || !isStr(aads) || !isBytes(blobs)) return fail('BAD_TASK');
+      if (!(segmentEnds instanceof Uint32Array) || !(blobEnds instanceof Uint32Array) || !(aadEnds instanceof Uint32Array)) return fail('BAD_TASK');
+      const n = blobEnds.length;
+      if (aadEnds.length !== n || segmentEnds.length !== n + 1) return fail('BAD_TASK');
+      if (!ascending(segmentEnds, segments.length) || !ascending(blobEnds, blobs.length) || !ascending(aadEnds, aads.length)) return fail('BAD_TASK');
+      if (t.refuseIf !== undefined && (!isStr(t.refuseIf) || t.refuseIf === '')) return fail('BAD_TASK');
+      applyForgets();
+      const key = await dataKey(keyProvider, asBuffer(t.wrappedKey), t.keyAad);
+      if (key === null) return fail('UNWRAP_FAILED');
+      const byVersion = (v: number) => (v === DATA_KEY_VERSION ? key : undefined);
+      const all = asBuffer(blobs);
+      const parts: string[] = [segments.slice(0, segmentEnds[0])];
+      for (let i = 0; i < n; i++) {
+        const blob = all.subarray(i === 0 ? 0 : blobEnds[i - 1], blobEnds[i]);
+        const aad = aads.slice(i === 0 ? 0 : aadEnds[i - 1], aadEnds[i]);
+        const plain = open(byVersion, blob, aad);
+        if (plain === null) return fail('OPEN_FAILED', i);
+        const text = plain.toString('utf8');
+        plain.fill(0);
+        if (t.refuseIf !== undefined && text.includes(t.refuseIf)) {
+          rememberRendered(t.cacheKey, REFUSED);
+          return { ok: true, refused: true };
+        }
+        parts.push(JSON.stringify(text), segments.slice(segmentEnds[i], segmentEnds[i + 1]));
+      }
+      const json = parts.join('');
+      // A whole ArrayBuffer of its own (never Node's shared pool): it is cached and zeroed.
+      const bytes = new Uint8Array(Buffer.byteLength(json, 'utf8'));
+      Buffer.from(bytes.buffer).write(json, 'utf8');
+      rememberRendered(t.cacheKey, bytes);
+      return { ok: true, bytes };
     }
 
     // A separate subkey, so a MAC can never be confused with anything sealed

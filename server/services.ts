@@ -10,7 +10,7 @@ import { deriveAuthKeys } from './auth/tokens.js';
 import { rootKeySpec, setupCodeRequired, type Config } from './config.js';
 import { accessControl, type AccessControl } from './domain/access.js';
 import { auditDomain, auditHeadLog, openAuditKey, TRAIL_MISSING_WARNING, type AuditDomain } from './domain/audit.js';
-import { CACHE_SWEEP_MS, createCaches, type Caches } from './domain/caches.js';
+import { CACHE_SWEEP_MS, createCaches, topics, type Caches } from './domain/caches.js';
 import { environmentsDomain, type EnvironmentsDomain } from './domain/environments.js';
 import { exportDomain, type ExportDomain } from './domain/export.js';
 import { foldersDomain, type FoldersDomain } from './domain/folders.js';
@@ -26,7 +26,7 @@ import type { Logger } from './log.js';
 import { projectsDomain, type ProjectsDomain } from './domain/projects.js';
 import { secretVersionsDomain, type SecretVersionsDomain } from './domain/secretVersions.js';
 import { secretImportsDomain, type SecretImportsDomain } from './domain/secretImports.js';
-import { secretsDomain, type SecretsDomain } from './domain/secrets.js';
+import { renderedListPrefix, secretsDomain, type SecretsDomain } from './domain/secrets.js';
 import { tagsDomain, type TagsDomain } from './domain/tags.js';
 import { folderSnapshots } from './domain/snapshots.js';
 import { randomSetupCode, setupCode, usersDomain, type SetupCode, type UsersDomain } from './domain/users.js';
@@ -227,6 +227,12 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
     const authKeys = deriveAuthKeys(config.authSecret);
     delete (config as Partial<Config>).authSecret;
     const caches = createCaches(bus);
+    // Rendered lists in the crypto workers' caches: keys are never reused, so this only
+    // frees memory at once (the workers drop the oldest first anyway).
+    bus.subscribe((topic, key) => {
+      if (topic === topics.environment) crypto.forgetRendered(renderedListPrefix(key));
+    });
+    bus.onReset(() => crypto.forgetRendered(''));
     const access = accessControl({ store, caches });
     const changes = writePipeline({
       store,

@@ -47,15 +47,35 @@ export function clearedSessionCookie(req: HttpRequest, mode: CookieSecureMode): 
   return `${SESSION_COOKIE}=; ${cookieAttributes(req, mode, 0)}`;
 }
 
+/** How many Authorization headers' token kinds are remembered (FIFO; ~0.5 KB each). */
+export const TOKEN_KINDS_MAX = 1024;
+const MAX_REMEMBERED_HEADER = 4200;
+
 export function authenticator(deps: { machineAuth: Pick<MachineAuth, 'authenticate'>; users: Pick<UsersDomain, 'authenticate' | 'checkCsrf'> }) {
   const { machineAuth, users } = deps;
+  // The verifier each Authorization header goes to, by its exact text: the choice reads
+  // the unverified JWT payload (base64 and JSON), which a sync's requests would otherwise
+  // decode on every call. Only the choice is kept: each request is still verified.
+  const kinds = new Map<string, 'session' | 'machine'>();
+  function kindOf(authorization: string): 'session' | 'machine' {
+    let kind = kinds.get(authorization);
+    if (kind === undefined) {
+      const m = /^Bearer[ ]+(\S{1,4096})[ ]*$/i.exec(authorization);
+      kind = m && tokenTypeOf(m[1]!) === 'userSession' ? 'session' : 'machine';
+      if (authorization.length > MAX_REMEMBERED_HEADER) return kind;
+      if (kinds.size >= TOKEN_KINDS_MAX) kinds.delete(kinds.keys().next().value!);
+      kinds.set(authorization, kind);
+    }
+    return kind;
+  }
   return {
     /** `clientIp`: the request's client address (server/http/clientAddress.ts), for access tokens' trusted IPs. */
     async actor(req: HttpRequest, clientIp?: string | null): Promise<Actor> {
       const authorization = req.headers.authorization;
       if (authorization && authorization.trim() !== '') {
-        const m = /^Bearer[ ]+(\S{1,4096})[ ]*$/i.exec(authorization);
-        if (m && tokenTypeOf(m[1]!) === 'userSession') return users.authenticate(m[1]!);
+        if (kindOf(authorization) === 'session') {
+          return users.authenticate(/^Bearer[ ]+(\S{1,4096})[ ]*$/i.exec(authorization)![1]!);
+        }
         return machineAuth.authenticate(authorization, clientIp ?? null);
       }
       const cookie = readCookie(req.headers.cookie, SESSION_COOKIE);

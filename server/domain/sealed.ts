@@ -109,21 +109,7 @@ export async function openSealed(crypto: Pick<Crypto, 'openMany'>, project: Pick
     }
     return out;
   } catch (err) {
-    const { code, index } = err as { code?: unknown; index?: unknown };
-    if (code === 'OPEN_FAILED') {
-      const owner = typeof index === 'number' ? items[group[index] ?? -1]?.owner : undefined;
-      throw new AppError(
-        'INTERNAL',
-        `Stored ${owner ?? 'secret'} could not be decrypted: its stored data was altered or belongs to another secret`,
-        { errorName: 'DecryptionFailed' },
-      );
-    }
-    if (code === 'UNWRAP_FAILED') {
-      throw new AppError('INTERNAL', `The data key of project ${project.id} could not be unwrapped: it was altered or belongs to another key`, {
-        errorName: 'DecryptionFailed',
-      });
-    }
-    throw err;
+    throw openError(err, project, (index) => items[group[index] ?? -1]);
   }
 }
 
@@ -137,6 +123,66 @@ export async function sealingKey(s: Pick<TxStores, 'projects'>, project: Pick<Pr
   // Deleted since it was authorised: as if it had not been found.
   if (!key) throw new AppError('NOT_FOUND', `Project with ID '${project.id}' not found`);
   return key;
+}
+
+/**
+ * renderSealed's answer: the finished bytes (the plaintexts only ever inside them), or
+ * `refused` when a plaintext held `refuseIf`.
+ */
+export type RenderedSealed = { bytes: Buffer; refused?: undefined } | { bytes?: undefined; refused: true };
+
+/**
+ * Opens `items` in one crypto task and has the worker write them, as JSON string
+ * literals, between `segments` (see Crypto.render); the worker keeps the bytes under
+ * `cacheKey`, which must name an exact version of every input. `cached`: ask the
+ * worker's cache first (a task that carries the key alone); `itemsOf` is only called when
+ * the blobs must be sent. Every item must be sealed under `dataKey` (one key: during an
+ * online re-key, a folder under two keys is answered by openSealed). Failures as openSealed.
+ */
+export async function renderSealed(
+  crypto: Pick<Crypto, 'render' | 'rendered'>,
+  project: Pick<ProjectRecord, 'id'>,
+  dataKey: { id: string; wrapped: Buffer },
+  cacheKey: string,
+  segments: string[],
+  itemsOf: () => SealedItem[],
+  opts: { refuseIf?: string; cached?: boolean } = {},
+): Promise<RenderedSealed> {
+  // Nothing sealed: the bytes are the (non-secret) segment alone.
+  if (segments.length === 1) return { bytes: Buffer.from(segments[0]!, 'utf8') };
+  if (opts.cached) {
+    const hit = await crypto.rendered(cacheKey);
+    if (hit !== undefined) return hit;
+  }
+  // Built only when the worker needs them (a first render, or a worker that has not cached it).
+  const items = itemsOf();
+  try {
+    return await crypto.render(dataKey.wrapped, dataKeyAad(dataKey.id), cacheKey, segments, items, opts.refuseIf);
+  } catch (err) {
+    throw openError(err, project, (index) => items[index]);
+  }
+}
+
+/**
+ * A blob that does not open is a 500 DecryptionFailed naming its row; a data key that does
+ * not unwrap, one naming the project; anything else (crypto unavailable: 503) unchanged.
+ */
+function openError(err: unknown, project: Pick<ProjectRecord, 'id'>, itemAt: (index: number) => SealedItem | undefined): unknown {
+  const { code, index } = err as { code?: unknown; index?: unknown };
+  if (code === 'OPEN_FAILED') {
+    const owner = typeof index === 'number' ? itemAt(index)?.owner : undefined;
+    return new AppError(
+      'INTERNAL',
+      `Stored ${owner ?? 'secret'} could not be decrypted: its stored data was altered or belongs to another secret`,
+      { errorName: 'DecryptionFailed' },
+    );
+  }
+  if (code === 'UNWRAP_FAILED') {
+    return new AppError('INTERNAL', `The data key of project ${project.id} could not be unwrapped: it was altered or belongs to another key`, {
+      errorName: 'DecryptionFailed',
+    });
+  }
+  return err;
 }
 
 /** Seals one version's value (and comment, when there is one) in one task, under the project's current data key. */

@@ -15,7 +15,7 @@ import { topics, type FolderSnapshot } from './caches.js';
 import { normaliseSecretPath } from './paths.js';
 import type { Origin, WritePipeline } from './pipeline.js';
 import { expandReferences, targetId, type ReferenceTarget } from './references.js';
-import { currentRow, versionRow, openSealed, sealMany, sealVersion, sealedItems, secretAad, valuesAndComments } from './sealed.js';
+import { currentRow, versionRow, openSealed, renderSealed, sealMany, sealVersion, sealedItems, secretAad, valuesAndComments, type RenderedSealed } from './sealed.js';
 import { folderNotFound, type FolderSnapshots } from './snapshots.js';
 import { tagRef, tagsForWrite, type TagRef } from './tags.js';
 import { CONTROL_CHARACTER, LONE_SURROGATE } from './text.js';
@@ -152,9 +152,32 @@ export function secretView(project: ProjectRecord, env: EnvironmentRow, r: Secre
 export const rowItems = (project: ProjectRecord, env: EnvironmentRow, rows: readonly SecretCipherRow[], withValues = true) =>
   sealedItems(project.id, env.id, rows, (r) => r.id, (r) => currentRow(r.id), withValues);
 
+/**
+ * The fixed text of a list's answer around its sealed parts: for each row in order, a
+ * slot for its value, then one for its comment when the row has one (`hasComment`);
+ * `segments.length` is the number of slots + 1. `views` carry every field but the value
+ * and the comment (empty strings there). Undefined: this answer cannot be shaped so.
+ */
+export type ListShaper = (views: readonly SecretView[], hasComment: readonly boolean[]) => string[] | undefined;
+
+/** A folder version's shaped answer: its segments and the serial that names it in the workers' cache. */
+interface ListTemplate {
+  projectId: string;
+  environment: string;
+  shaper: ListShaper;
+  segments: string[];
+  serial: number;
+  /** Cache keys already rendered once (later reads ask the worker's cache first). */
+  rendered: Set<string>;
+}
+
+/** Prefix of every rendered-list cache key of an environment: what its invalidation drops. */
+export const renderedListPrefix = (environmentId: string) => `list:${environmentId}:`;
+
 export interface SecretsDeps {
   store: { secrets: Pick<Store['secrets'], 'version'> };
-  crypto: Pick<Crypto, 'openMany' | 'sealMany'>;
+  /** `render` / `rendered`: without them (small test fakes) listRendered answers undefined. */
+  crypto: Pick<Crypto, 'openMany' | 'sealMany'> & Partial<Pick<Crypto, 'render' | 'rendered'>>;
   access: Pick<AccessControl, 'authorize' | 'environment'>;
   snapshots: FolderSnapshots;
   changes: Pick<WritePipeline, 'inProject'>;
@@ -218,6 +241,25 @@ export function secretsDomain(deps: SecretsDeps) {
   const { store, crypto, access, snapshots, changes } = deps;
   // Concurrent reads of the same folder version share one decryption task.
   const opening = new Map<FolderSnapshot, Promise<string[]>>();
+  // Rendered lists: the template of each folder version (a snapshot is never changed:
+  // a change loads a new one), and the renders under way by cache key.
+  const templates = new WeakMap<FolderSnapshot, ListTemplate>();
+  const rendering = new Map<string, Promise<RenderedSealed>>();
+  let serials = 0;
+
+  function templateOf(project: ProjectRecord, env: EnvironmentRow, snap: FolderSnapshot, shaper: ListShaper): ListTemplate | undefined {
+    const known = templates.get(snap);
+    // The project and environment come from other caches than the snapshot: a renamed
+    // environment is another template (and another cache key).
+    if (known !== undefined && known.projectId === project.id && known.environment === env.slug && known.shaper === shaper) return known;
+    const pathOf = new Map(snap.folders.map((f) => [f.id, f.path]));
+    const views = snap.rows.map((r) => secretView(project, env, r, pathOf.get(r.folderId)!, '', ''));
+    const segments = shaper(views, snap.rows.map((r) => r.commentBlob !== null));
+    if (segments === undefined) return undefined;
+    const t: ListTemplate = { projectId: project.id, environment: env.slug, shaper, segments, serial: ++serials, rendered: new Set() };
+    templates.set(snap, t);
+    return t;
+  }
 
   /** Opens comments, and values unless `withValues` is false, of `rows` in one task. */
   async function open(project: ProjectRecord, env: EnvironmentRow, rows: readonly SecretCipherRow[], withValues = true) {
@@ -418,6 +460,48 @@ export function secretsDomain(deps: SecretsDeps) {
       if (q.expandSecretReferences) await expand(project, scope, views, views);
       await attachTags(project, views, (v) => snap.tagIds?.get(v.id));
       return views;
+    },
+
+    /**
+     * The list's answer as finished bytes, rendered by a crypto worker from `shaper`'s
+     * segments and the folder's sealed values (which so never become strings here), and
+     * kept in the worker's cache under this folder version. Undefined when the answer needs
+     * the values themselves (hidden values, or references to expand): use list().
+     */
+    async listRendered(actor: Actor, q: ReadQuery & { recursive?: boolean }, shaper: ListShaper): Promise<Buffer | undefined> {
+      if (q.viewSecretValue === false || crypto.render === undefined || crypto.rendered === undefined) return undefined;
+      const renderer = crypto as Pick<Crypto, 'render' | 'rendered'>;
+      const { project, access: scope } = await access.authorize(actor, q.project, 'secrets:read');
+      const env = access.environment(project, q.environment);
+      const path = normaliseSecretPath(q.secretPath);
+      requireSecrets(scope, 'describe', env.slug, path);
+      // A scoped role filters per folder, and tags are read per request: list() answers those.
+      if (!unrestrictedFor(scope, 'describe', 'readValue')) return undefined;
+      const snap = await snapshots.get(env, path, q.recursive ?? false);
+      if (snap.tagIds !== undefined && [...snap.tagIds.values()].some((ids) => ids.length > 0)) return undefined;
+      // Rendered under one data key: while an online re-key runs, a folder under two is answered by list().
+      const first = snap.rows[0];
+      if (first !== undefined && snap.rows.some((r) => r.dataKeyId !== first.dataKeyId)) return undefined;
+      const t = templateOf(project, env, snap, shaper);
+      if (t === undefined) return undefined;
+      // A value holding a reference needs expanding: that answer is built the slow way.
+      const expand = q.expandSecretReferences === true;
+      const key = `${renderedListPrefix(env.id)}${t.serial}:${expand ? 'x' : 'r'}`;
+      let p = rendering.get(key);
+      if (p) deps.onCoalescedRead?.();
+      else {
+        const cached = t.rendered.has(key);
+        t.rendered.add(key);
+        p = renderSealed(renderer, project, { id: first?.dataKeyId ?? '', wrapped: first?.wrappedKey ?? Buffer.alloc(0) }, key, t.segments, () => rowItems(project, env, snap.rows), {
+          refuseIf: expand ? '${' : undefined,
+          cached,
+        });
+        rendering.set(key, p);
+        const forget = () => rendering.delete(key);
+        p.then(forget, forget);
+      }
+      const r = await p;
+      return r.bytes;
     },
 
     async get(actor: Actor, q: ReadQuery & { secretName: string; version?: number; type?: 'shared' | 'personal' }): Promise<SecretView> {

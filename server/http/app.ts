@@ -116,7 +116,7 @@ class PlainRequest implements HttpRequest {
   actor: { kind: string; id: string } | undefined;
   /** performance.now() when the request arrived. */
   readonly start: number;
-  private rawQuery: string;
+  readonly rawQuery: string;
   private parsedQuery: URLSearchParams | undefined;
 
   constructor(reqId: string, method: Method, path: string, rawQuery: string, headers: Record<string, string>, remoteAddress: string) {
@@ -273,34 +273,21 @@ function statusLine(status: number): string {
 }
 
 let wRes: UwsResponse | undefined;
-let wStatus = '';
-let wContentType: string | undefined;
-let wReqId = '';
-let wSecurity: readonly (readonly [string, string])[] = [];
-let wExtra: readonly (readonly [string, string])[] | undefined;
+let wHeader = '';
 let wBody: string | Buffer | undefined;
 let wHead = false;
 let wClose = false;
 
+/**
+ * One native call writes the status line and every header: uWS's writeStatus(s) sends
+ * `HTTP/1.1 ${s}\r\n` and writeHeader(k, v) sends `${k}: ${v}\r\n`, so a status
+ * followed by `\r\n`-joined header lines (each checked for CR/LF where it is built) puts
+ * exactly the bytes of one writeStatus and N writeHeader calls on the wire, in the same
+ * order; uWS then adds Date, its own mark and Content-Length at end(), as before.
+ */
 function corkedWrite(): void {
   const res = wRes!;
-  res.writeStatus(wStatus);
-  if (wContentType !== undefined) res.writeHeader('Content-Type', wContentType);
-  const security = wSecurity;
-  const extra = wExtra;
-  const ownCaching = extra !== undefined && setsCacheControl(extra);
-  for (let i = 0; i < security.length; i++) {
-    const h = security[i]!;
-    if (ownCaching && h[0].toLowerCase() === 'cache-control') continue;
-    res.writeHeader(h[0], h[1]);
-  }
-  res.writeHeader('X-Request-Id', wReqId);
-  if (extra !== undefined) {
-    for (let i = 0; i < extra.length; i++) {
-      const h = extra[i]!;
-      res.writeHeader(h[0], h[1]);
-    }
-  }
+  res.writeStatus(wHeader);
   // endWithoutBody() only without arguments: (undefined, false) leaves the response open.
   if (wBody === undefined) res.endWithoutBody();
   else if (wHead) endHead(res, wBody, wClose);
@@ -417,6 +404,26 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
     if (hasCrLf(k) || hasCrLf(v)) throw new Error(`Invalid security header ${JSON.stringify(k)}`);
   }
 
+  // Status line, Content-Type and the security headers joined once per combination, up to
+  // the request id's value (see corkedWrite).
+  const prefixes = new Map<string, string>();
+  function headPrefix(status: number, contentType: string | undefined, ownCaching: boolean): string {
+    const id = `${status}\n${ownCaching ? 1 : 0}\n${contentType ?? ''}`;
+    let p = prefixes.get(id);
+    if (p === undefined) {
+      p = statusLine(status);
+      if (contentType !== undefined) p += `\r\nContent-Type: ${contentType}`;
+      for (const [k, v] of security) {
+        if (ownCaching && k.toLowerCase() === 'cache-control') continue;
+        p += `\r\n${k}: ${v}`;
+      }
+      p += '\r\nX-Request-Id: ';
+      // Content types come from this file or from handlers' checked headers: a handful.
+      if (prefixes.size < 256) prefixes.set(id, p);
+    }
+    return p;
+  }
+
   const deadlineMs = opts.deadlineMs;
   if (deadlineMs !== undefined && (!Number.isSafeInteger(deadlineMs) || deadlineMs <= 0)) throw new Error(`Invalid deadlineMs: ${deadlineMs}`);
 
@@ -450,12 +457,10 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
     // Shutting down: end(body, true) sends `Connection: close` and closes the connection
     // after this answer, so a keep-alive client sends its next request elsewhere.
     const draining = closed;
+    let header = headPrefix(status, contentType, extra !== undefined && setsCacheControl(extra)) + ex.req.reqId;
+    if (extra !== undefined) for (let i = 0; i < extra.length; i++) header += `\r\n${extra[i]![0]}: ${extra[i]![1]}`;
     wRes = ex.res;
-    wStatus = statusLine(status);
-    wContentType = contentType;
-    wReqId = ex.req.reqId;
-    wSecurity = security;
-    wExtra = extra;
+    wHeader = header;
     wBody = body;
     wHead = ex.head;
     wClose = close || draining;
@@ -466,7 +471,7 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
       logger.error({ reqId: ex.req.reqId, err: errInfo(err) }, 'response write failed');
     } finally {
       wRes = undefined;
-      wExtra = undefined;
+      wHeader = '';
       wBody = undefined;
     }
     if (report !== undefined) report(ex, status);

@@ -12,6 +12,8 @@ export interface HttpRequest {
   params: Record<string, string>;
   /** Query string; `URLSearchParams` decodes `+` and percent escapes. */
   query: URLSearchParams;
+  /** The query string as received (after `?`, not decoded), when the front has it. */
+  rawQuery?: string;
   /** Header names lower-case; a header that may not repeat is refused before this. */
   headers: Record<string, string>;
   /** Raw body bytes, already capped; empty Buffer when there was none. */

@@ -78,6 +78,11 @@ export interface RouteOptions<C extends Caller, Q extends z.ZodType | undefined,
   response?: z.ZodType;
   /** Media types the route may answer with instead of JSON (e.g. `text/csv`). */
   alsoProduces?: string[];
+  /**
+   * GET only: remember the parsed query by its exact text (bounded), for the hot path's
+   * repeated identical reads. The handler gets a frozen object it must not change.
+   */
+  cacheQuery?: boolean;
 }
 
 export type RouteHandler<C extends Caller, P extends string, Q, B, PS> = (input: RouteInput<C, P, Q, B, PS>) => Promise<HttpReply> | HttpReply;
@@ -114,6 +119,10 @@ export interface Api {
   delete: Declare;
   readonly routes: readonly DeclaredRoute[];
 }
+
+/** Parsed queries remembered per route (cacheQuery), and the longest query text kept. */
+export const QUERY_CACHE_MAX = 256;
+const QUERY_CACHE_MAX_CHARS = 2048;
 
 function noBody(req: HttpRequest, check: boolean): Record<string, never> {
   if (check) refuseFields(parseJsonBody(req));
@@ -158,6 +167,20 @@ export function createApi(router: Router, auth: Pick<Authenticator, 'actor'>, op
       const queryFields = options.bodyFrom === 'body+query' && body ? declaredFields(body) : undefined;
       const checkNoBody = !body && options.unknownBodyFields !== 'ignore' && (method === 'POST' || method === 'PATCH' || method === 'PUT');
       routes.push({ method, path, caller, summary, params, query, body, response, alsoProduces });
+      const parsedQueries = query && options.cacheQuery === true && method === 'GET' ? new Map<string, unknown>() : undefined;
+      const parseQuery = (req: HttpRequest): unknown => {
+        if (!query) return {};
+        const raw = req.rawQuery;
+        if (parsedQueries === undefined || raw === undefined || raw.length > QUERY_CACHE_MAX_CHARS) return parse(query, queryObject(req.query));
+        let parsed = parsedQueries.get(raw);
+        if (parsed === undefined) {
+          // Only what parses is kept: a refused query is parsed (and refused) every time.
+          parsed = Object.freeze(parse(query, queryObject(req.query)));
+          if (parsedQueries.size >= QUERY_CACHE_MAX) parsedQueries.delete(parsedQueries.keys().next().value!);
+          parsedQueries.set(raw, parsed);
+        }
+        return parsed;
+      };
       router[ROUTER_METHOD[method]](path, async (req) => {
         // For the request log and metrics: the template, never the path with its names.
         req.route = path;
@@ -174,7 +197,7 @@ export function createApi(router: Router, auth: Pick<Authenticator, 'actor'>, op
         const input = {
           actor,
           params: params ? parse(params, req.params) : req.params,
-          query: query ? parse(query, queryObject(req.query)) : {},
+          query: parseQuery(req),
           body: body ? parse(body, options.bodyFrom === 'body+query' ? bodyAndQuery(req, queryFields) : parseJsonBody(req)) : noBody(req, checkNoBody),
           origin: { ip: ip || null },
           req,

@@ -54,6 +54,31 @@ export const errorSchema = z.object({
   checks: z.record(z.string(), z.string()).optional(),
 });
 
+// A slot's stand-in while a row is shaped: JSON.stringify turns the control characters
+// into \u escapes, and no other field can hold them (names, paths and ids refuse control
+// characters); the count is checked anyway.
+const SLOT = '\u0000\u0001slot\u0001\u0000';
+const SLOT_JSON = JSON.stringify(SLOT);
+
+/**
+ * The list answer `{ secrets: [...], imports: [] }` of `views` as fixed text around the
+ * slots of each value and (when it has one) comment: exactly the bytes JSON.stringify
+ * gives for `{ secrets: views.map(secretRaw), imports: [] }` once the slots are filled
+ * with JSON string literals. A crypto worker fills them (secrets.listRendered).
+ */
+export function rawListSegments(views: readonly SecretView[], hasComment: readonly boolean[]): string[] | undefined {
+  const parts: string[] = [];
+  for (let i = 0; i < views.length; i++) {
+    const v = views[i]!;
+    parts.push(JSON.stringify(secretRaw({ ...v, value: SLOT, comment: hasComment[i] ? SLOT : '', valueHidden: false })));
+  }
+  const text = `{"secrets":[${parts.join(',')}],"imports":[]}`;
+  const segments = text.split(SLOT_JSON);
+  let slots = 0;
+  for (const h of hasComment) slots += h ? 2 : 1;
+  return segments.length === slots + 1 ? segments : undefined;
+}
+
 export function secretRaw(s: SecretView): z.infer<typeof secretSchema> {
   return {
     id: s.id,

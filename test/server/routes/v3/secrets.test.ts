@@ -1,6 +1,8 @@
 // The operator's read routes: strict query parsing (version), and secret names that
 // cannot exist refused before they are looked up (and echoed).
 import t from 'tap';
+import { SYSTEM } from '../../../../server/domain/access.js';
+import { secretRaw } from '../../../../server/routes/shape.js';
 import { JSON_TYPE, request } from '../../../helpers/http.js';
 import { INVENTORY, login, seedHomelab, startTestService, testEnv } from '../../../helpers/service.js';
 
@@ -58,4 +60,59 @@ t.test('tagSlugs on the list is a filter, never ignored: no secret carries a tag
     const hidden = await request(`${svc.url}/api/v3/secrets/raw?environment=nope&workspaceSlug=homelab&tagSlugs=prod`, { token });
     t.equal(hidden.status, 404, 'the scope is still checked with a filter');
   }
+});
+
+t.test('the list answer rendered by the crypto worker: exactly the bytes of the shaped views, and never stale on another replica', async (t) => {
+  const env = await testEnv(t, 'postgres+redis');
+  const A = await startTestService(t, env);
+  const B = await startTestService(t, env);
+  const seeded = await seedHomelab(A.services);
+  const project = { id: seeded.projectId };
+  await A.services.secrets.create(SYSTEM, { project, environment: 'prod', secretPath: '/', key: 'WITH_COMMENT', value: 'v "q" \u00e9', comment: 'a comment \u2028' });
+  await A.services.secrets.create(SYSTEM, { project, environment: 'prod', secretPath: '/', key: 'REFERS', value: 'pre-${GATEWAY_TOKEN}' });
+  const token = await login(A.url, seeded);
+  const listUrl = (svc: { url: string }, query: string) => `${svc.url}/api/v3/secrets/raw?environment=prod&workspaceSlug=homelab&secretPath=%2F${query}`;
+  const raw = async (url: string) => {
+    const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
+    t.equal(res.status, 200, url);
+    t.equal(res.headers.get('content-type'), JSON_TYPE);
+    return Buffer.from(await res.arrayBuffer()).toString('utf8');
+  };
+  /** What the answer was before it was rendered in the worker: the views, shaped and stringified here. */
+  const shaped = async (expand: boolean) => {
+    const actor = await A.services.machineAuth.authenticate(`Bearer ${token}`, '127.0.0.1');
+    const views = await A.services.secrets.list(actor, { project, environment: 'prod', secretPath: '/', expandSecretReferences: expand });
+    return JSON.stringify({ secrets: views.map(secretRaw), imports: [] });
+  };
+
+  await t.test('bytes: without expansion, rendered (a reference stays as written)', async (t) => {
+    for (let i = 0; i < 2; i++) t.equal(await raw(listUrl(B, '&expandSecretReferences=false')), await shaped(false), `read ${i + 1} (the second from the worker's cache)`);
+  });
+  await t.test('bytes: with expansion and a reference in the folder, the values are expanded', async (t) => {
+    const body = await raw(listUrl(B, '&expandSecretReferences=true'));
+    t.equal(body, await shaped(true));
+    t.ok(body.includes(`pre-${INVENTORY.GATEWAY_TOKEN}`), 'the reference was expanded');
+  });
+  await t.test('bytes: HEAD answers the headers of the rendered GET', async (t) => {
+    const res = await fetch(listUrl(B, ''), { method: 'HEAD', headers: { authorization: `Bearer ${token}` } });
+    t.equal(res.status, 200);
+    t.equal(Number(res.headers.get('content-length')), Buffer.byteLength(await shaped(false)));
+  });
+
+  await t.test('a write acknowledged on A is in the next read on B (the worker-side bytes of B are not reused)', async (t) => {
+    // No reference left: the operator's read (expandSecretReferences=true) is rendered too.
+    await A.services.secrets.remove(SYSTEM, { project, environment: 'prod', secretPath: '/', key: 'REFERS' });
+    const eso = listUrl(B, '&expandSecretReferences=true&include_imports=false&recursive=false&workspaceId=');
+    const value = (body: string, key: string) => (JSON.parse(body) as { secrets: { secretKey: string; secretValue: string }[] }).secrets.find((s) => s.secretKey === key)?.secretValue;
+    for (let i = 0; i < 3; i++) t.equal(value(await raw(eso), 'LLM_API_KEY'), INVENTORY.LLM_API_KEY, `B warm, read ${i + 1}`);
+    for (const next of ['sk-llm-rotated-1', 'sk-llm-rotated-2']) {
+      const res = await request(`${A.url}/api/v3/secrets/raw/LLM_API_KEY`, { method: 'PATCH', token, json: { workspaceId: seeded.projectId, environment: 'prod', secretPath: '/', secretValue: next } });
+      t.equal(res.status, 200, 'the change is acknowledged by A');
+      t.equal(value(await raw(eso), 'LLM_API_KEY'), next, `B's very next read has ${next}`);
+      t.equal(await raw(eso), await shaped(true), 'and exactly the bytes of the shaped views');
+    }
+    const del = await request(`${A.url}/api/v3/secrets/raw/LLM_API_KEY`, { method: 'DELETE', token, json: { workspaceId: seeded.projectId, environment: 'prod', secretPath: '/' } });
+    t.equal(del.status, 200);
+    t.equal(value(await raw(eso), 'LLM_API_KEY'), undefined, "B's next read no longer has the deleted secret");
+  });
 });

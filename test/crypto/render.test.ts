@@ -1,0 +1,76 @@
+// The render task: a worker opens values and writes them as JSON string literals between
+// the caller's segments, keeps the bytes in a bounded cache under the caller's key, and
+// drops them when told to (or when the cache is full).
+import t from 'tap';
+import { RENDER_CACHE_MAX_ENTRIES } from '../../crypto/worker.js';
+import { codeOf, cryptoFor } from './fixtures.js';
+
+const AAD = 'project:p1';
+
+async function sealed(t: Parameters<typeof cryptoFor>[0], values: string[]) {
+  const c = await cryptoFor(t);
+  const dk = await c.generateDataKey(AAD);
+  const plain = values.map((plaintext, i) => ({ plaintext, aad: `p1/prod/ /K${i}/1` }));
+  const blobs = await c.sealMany(dk, AAD, plain);
+  const items = blobs.map((blob, i) => ({ blob, aad: plain[i]!.aad }));
+  return { c, dk, items };
+}
+
+t.test('the bytes are the segments with each plaintext as JSON.stringify quotes it', async (t) => {
+  const values = ['', 'plain', 'quote " backslash \\ slash /', 'ünïcødé 🔑 密钥', '\u0000\u001f\u007f\u2028\u2029', 'line\nbreak\ttab', 'x'.repeat(64 * 1024)];
+  const { c, dk, items } = await sealed(t, values);
+  const segments = ['{"a":[', ...values.slice(1).map((_, i) => `,${i},`), ']}'];
+  const r = await c.render(dk, AAD, 'k:1', segments, items);
+  t.ok(Buffer.isBuffer(r.bytes), 'bytes');
+  let expected = segments[0]!;
+  values.forEach((v, i) => (expected += JSON.stringify(v) + segments[i + 1]!));
+  t.equal(r.bytes!.toString('utf8'), expected);
+  t.same(JSON.parse(r.bytes!.toString('utf8')).a.filter((x: unknown) => typeof x === 'string'), values, 'parses back to the values');
+
+  const again = await c.rendered('k:1');
+  t.ok(again?.bytes?.equals(r.bytes!), 'the cache answers the same bytes by key alone');
+  t.equal(await c.rendered('k:2'), undefined, 'an unknown key: nothing');
+});
+
+t.test('refuseIf: nothing rendered when a plaintext holds it, remembered under the key', async (t) => {
+  const { c, dk, items } = await sealed(t, ['plain', 'see ${OTHER}']);
+  t.same(await c.render(dk, AAD, 'k:x', ['[', ',', ']'], items, '${'), { refused: true });
+  t.same(await c.rendered('k:x'), { refused: true });
+  const plain = await c.render(dk, AAD, 'k:r', ['[', ',', ']'], items);
+  t.equal(plain.bytes!.toString(), '["plain","see ${OTHER}"]', 'without refuseIf the value is rendered as is');
+});
+
+t.test('forgetRendered drops the keys under a prefix, in every worker, before their next task', async (t) => {
+  const { c, dk, items } = await sealed(t, ['v']);
+  const threads = c.poolStats().threads;
+  t.equal(threads, 1);
+  for (const key of ['list:e1:1:x', 'list:e1:2:r', 'list:e2:3:x']) await c.render(dk, AAD, key, ['[', ']'], items);
+  c.forgetRendered('list:e1:');
+  t.equal(await c.rendered('list:e1:1:x'), undefined);
+  t.equal(await c.rendered('list:e1:2:r'), undefined);
+  t.ok((await c.rendered('list:e2:3:x'))?.bytes, 'another prefix stays');
+  c.forgetRendered('');
+  t.equal(await c.rendered('list:e2:3:x'), undefined, 'an empty prefix drops everything');
+});
+
+t.test('the cache is bounded: the least recently used entry goes first', async (t) => {
+  const { c, dk, items } = await sealed(t, ['v']);
+  await c.render(dk, AAD, 'first', ['[', ']'], items);
+  await c.render(dk, AAD, 'second', ['[', ']'], items);
+  t.ok((await c.rendered('first'))?.bytes, 'first is now the most recently used');
+  for (let i = 0; i < RENDER_CACHE_MAX_ENTRIES - 1; i++) await c.render(dk, AAD, `fill:${i}`, ['[', ']'], items);
+  t.equal(await c.rendered('second'), undefined, 'the least recently used was evicted');
+  t.ok((await c.rendered('first'))?.bytes, 'the recently used one stays');
+});
+
+t.test('failures: a blob that does not open names its index; malformed tasks are BAD_TASK', async (t) => {
+  const { c, dk, items } = await sealed(t, ['a', 'b']);
+  const moved = [items[0]!, { blob: items[1]!.blob, aad: 'elsewhere' }];
+  const err = await c.render(dk, AAD, 'k:bad', ['[', ',', ']'], moved).catch((e: unknown) => e);
+  t.match(err, { name: 'CryptoError', code: 'OPEN_FAILED', index: 1, message: 'a sealed value could not be opened' });
+  t.equal(await c.rendered('k:bad'), undefined, 'nothing cached for a failed render');
+  t.equal(await codeOf(t, c.render(dk, AAD, 'k:n', ['[', ']'], items)), 'BAD_TASK', 'segments must be items + 1');
+  t.equal(await codeOf(t, c.render(dk, AAD, 'k:e', ['[', ',', ']'], items, '')), 'BAD_TASK', 'an empty refuseIf');
+  const other = await c.generateDataKey('project:p2');
+  t.equal(await codeOf(t, c.render(other, AAD, 'k:w', ['[', ',', ']'], items)), 'UNWRAP_FAILED', 'a data key under another aad');
+});
