@@ -11,6 +11,7 @@ import { secretAad } from '../../../server/domain/secrets.js';
 import { createServices, type Services } from '../../../server/services.js';
 import { connectDatabase, type Sql } from '../../../storage/db.js';
 import { freshDatabase } from '../../helpers/db.js';
+import { seedEmbeddedDataDir } from '../../helpers/embedded.js';
 import { quietLog, testKeys } from '../../helpers/service.js';
 
 export const CLI = fileURLToPath(new URL('../../../server/cli/main.js', import.meta.url));
@@ -103,6 +104,8 @@ export async function cliEnv(t: TapLike, backend: Backend): Promise<Record<strin
     DB_WAIT_SECONDS: '10',
   };
   if (backend === 'postgres') env.DATABASE_URL = await freshDatabase(t);
+  // The embedded database starts from a copy of the initdb template (helpers/embedded.ts).
+  else await seedEmbeddedDataDir(env.DATA_DIR!);
   return env;
 }
 
