@@ -13,12 +13,12 @@ import { ADMIN } from '../../helpers/admin.js';
 import { freshDatabase } from '../../helpers/db.js';
 import { request } from '../../helpers/http.js';
 import { seedEmbeddedDataDir } from '../../helpers/embedded.js';
-import { CLI, runMain } from '../../helpers/process.js';
+import { CLI, nodeCommand, runMain } from '../../helpers/process.js';
 import { INVENTORY, login, seedHomelab, startTestService, testEnv } from '../../helpers/service.js';
 
 function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(...nodeCommand([CLI, ...args]), { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

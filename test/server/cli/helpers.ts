@@ -11,6 +11,7 @@ import { secretAad } from '../../../server/domain/secrets.js';
 import { createServices, type Services } from '../../../server/services.js';
 import { connectDatabase, type Sql } from '../../../storage/db.js';
 import { freshDatabase } from '../../helpers/db.js';
+import { nodeCommand } from '../../helpers/process.js';
 import { seedEmbeddedDataDir } from '../../helpers/embedded.js';
 import { quietLog, testKeys } from '../../helpers/service.js';
 
@@ -39,7 +40,7 @@ export interface CliProcess {
 }
 
 export function spawnCli(args: string[], env: Record<string, string>, cwd?: string, entry = CLI): CliProcess {
-  const child = spawn(process.execPath, [entry, ...args], {
+  const child = spawn(...nodeCommand([entry, ...args]), {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), ...env },
     cwd,
     stdio: ['ignore', 'pipe', 'pipe'],
