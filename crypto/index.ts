@@ -253,6 +253,11 @@ export function poolOptions(threads: number) {
     // One task at a time per worker: what makes each worker take exactly one init task.
     concurrentTasksPerWorker: 1,
     env: {}, // workers do not inherit process.env (ENCRYPTION_KEY, DATABASE_URL, ...)
+    // Nor the main thread's node options: a module preloaded there (--import/--require:
+    // an APM agent, a test runner's loaders) does not run beside the keys, and a worker
+    // starts without loading it again. From TypeScript the worker needs the TypeScript
+    // loader it would inherit, so that form keeps the default.
+    execArgv: import.meta.url.endsWith('.ts') ? undefined : [],
     // No workerData: piscina keeps it for the pool's life, to start replacements.
   };
 }

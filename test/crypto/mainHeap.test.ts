@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { nodeCommand } from '../helpers/process.js';
 import { softhsmAvailable, softToken } from '../helpers/softhsm.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/mainHeapKeys.js', import.meta.url));
@@ -19,7 +20,7 @@ interface Report {
 }
 
 function runFixture(dir: string): Promise<Report> {
-  const child = spawn(process.execPath, ['--expose-gc', FIXTURE, dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(...nodeCommand(['--expose-gc', FIXTURE, dir]), { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));
@@ -50,7 +51,7 @@ t.test('no PKCS#11 PIN in a heap snapshot of the main thread after start-up', { 
   const dir = mkdtempSync(join(tmpdir(), 'vault-heap-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const tok = softToken(t);
-  const child = spawn(process.execPath, ['--expose-gc', PIN_FIXTURE, dir, tok.module, tok.tokenLabel, tok.keyLabel], {
+  const child = spawn(...nodeCommand(['--expose-gc', PIN_FIXTURE, dir, tok.module, tok.tokenLabel, tok.keyLabel]), {
     stdio: ['pipe', 'pipe', 'pipe'],
     env: { PATH: process.env.PATH ?? '', SOFTHSM2_CONF: process.env.SOFTHSM2_CONF! },
   });

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { nodeCommand } from '../helpers/process.js';
 import { freePort } from '../helpers/redis.js';
 
 const run = promisify(execFile);
@@ -142,7 +143,7 @@ export function serviceKeys(): Record<string, string> {
 
 /** Spawns dist/server/main.js; resolves once it listens (rejects if it exits first). */
 export async function spawnService(t: TapLike, env: Record<string, string>, nodeArgs: string[] = []): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, [...nodeArgs, MAIN], {
+  const child = spawn(...nodeCommand([...nodeArgs, MAIN]), {
     env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', HOST: '127.0.0.1', PORT: '0', CRYPTO_THREADS: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -182,7 +183,7 @@ export async function spawnService(t: TapLike, env: Record<string, string>, node
 /** Runs dist/server/main.js to its exit (for start-up refusals). */
 export function runToExit(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [MAIN], {
+    const child = spawn(...nodeCommand([MAIN]), {
       env: { PATH: process.env.PATH ?? '', NODE_ENV: 'test', HOST: '127.0.0.1', CRYPTO_THREADS: '1', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

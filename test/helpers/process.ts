@@ -6,6 +6,18 @@ import { fileURLToPath } from 'node:url';
 export const MAIN = fileURLToPath(new URL('../../server/main.js', import.meta.url));
 export const CLI = fileURLToPath(new URL('../../server/cli/main.js', import.meta.url));
 
+/**
+ * The command that starts `node <args>` as a test's child process: through env(1) with
+ * NODE_OPTIONS removed. tap's runner puts its process-tracking loader
+ * (@tapjs/processinfo, there for coverage, which this suite turns off) into NODE_OPTIONS
+ * of every child a test spawns, whatever environment the test gives it; in the child it
+ * about doubles the CPU spent loading the service's modules. Without it the child runs
+ * as it does in production. env(1) execs node: the pid, signals and exit are node's.
+ */
+export function nodeCommand(args: string[]): [string, string[]] {
+  return ['/usr/bin/env', ['-u', 'NODE_OPTIONS', process.execPath, ...args]];
+}
+
 export interface MainProcess {
   /** http://127.0.0.1:PORT once the service listens. */
   listening: Promise<string>;
@@ -18,7 +30,7 @@ export interface MainProcess {
 
 /** `nodeArgs` go before the entry (e.g. `--import` of a test fixture); `cwd` is the process's folder. */
 export function runMain(env: Record<string, string>, nodeArgs: string[] = [], cwd?: string): MainProcess {
-  const child = spawn(process.execPath, [...nodeArgs, MAIN], {
+  const child = spawn(...nodeCommand([...nodeArgs, MAIN]), {
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', CRYPTO_THREADS: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     cwd,

@@ -10,6 +10,7 @@ import { parseConfig } from '../../server/config.js';
 import { SYSTEM } from '../../server/domain/access.js';
 import type { Logger } from '../../server/services.js';
 import { freshDatabase, REDIS_URL } from './db.js';
+import { seedEmbeddedDataDir } from './embedded.js';
 
 export type Backend = 'postgres+redis' | 'embedded';
 export const BACKENDS: Backend[] = ['postgres+redis', 'embedded'];
@@ -44,6 +45,9 @@ export async function testEnv(t: TapLike, backend: Backend, extra: Record<string
   if (backend === 'postgres+redis') {
     env.DATABASE_URL = await freshDatabase(t);
     env.REDIS_URL = REDIS_URL;
+  } else if (!extra.DATABASE_URL) {
+    // The embedded database starts from a copy of the initdb template (helpers/embedded.ts).
+    await seedEmbeddedDataDir(dataDir);
   }
   return { ...env, ...extra };
 }

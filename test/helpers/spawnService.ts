@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { nodeCommand } from './process.js';
 import { testKeys } from './service.js';
 
 const MAIN = fileURLToPath(new URL('../../server/main.js', import.meta.url));
@@ -12,7 +13,7 @@ export const SNAPSHOT = pathToFileURL(fileURLToPath(new URL('../server/fixtures/
 
 /** Production mode, two crypto workers, the SoftHSM2 configuration of this test process. */
 export function start(env: Record<string, string>, nodeArgs: string[] = [], cwd?: string) {
-  const child = spawn(process.execPath, [...nodeArgs, MAIN], {
+  const child = spawn(...nodeCommand([...nodeArgs, MAIN]), {
     env: {
       PATH: process.env.PATH ?? '',
       SOFTHSM2_CONF: process.env.SOFTHSM2_CONF!,

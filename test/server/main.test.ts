@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import t from 'tap';
 import { freshDatabase } from '../helpers/db.js';
+import { seedEmbeddedDataDir } from '../helpers/embedded.js';
 import { runMain } from '../helpers/process.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}.js`, import.meta.url));
@@ -83,7 +84,8 @@ t.test('fresh clone: development keys generated once (0600), service up, wrong k
 });
 
 t.test('after start-up, neither ENCRYPTION_KEY nor AUTH_SECRET is in the main thread\'s heap', async (t) => {
-  const dir = tempDir(t);
+  // The embedded database from the initdb template (the fresh-clone test starts on an empty folder).
+  const dir = await seedEmbeddedDataDir(tempDir(t));
   const encryptionKey = key();
   const authSecret = secret();
   const server = run({ NODE_ENV: 'production', ENCRYPTION_KEY: encryptionKey, AUTH_SECRET: authSecret, DATA_DIR: dir }, [
@@ -115,7 +117,7 @@ t.test('after start-up, neither ENCRYPTION_KEY nor AUTH_SECRET is in the main th
 });
 
 t.test('a crypto worker lost after start-up: the service exits non-zero, saying why', async (t) => {
-  const server = run({ DATA_DIR: tempDir(t) }, ['--import', pathToFileURL(fixture('killCryptoWorker')).href]);
+  const server = run({ DATA_DIR: await seedEmbeddedDataDir(tempDir(t)) }, ['--import', pathToFileURL(fixture('killCryptoWorker')).href]);
   t.teardown(() => server.kill());
   await server.listening;
   server.kill('SIGUSR2');

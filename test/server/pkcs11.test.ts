@@ -5,6 +5,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import t from 'tap';
 import { parseConfig } from '../../server/config.js';
 import { signupAdmin } from '../helpers/admin.js';
+import { seedEmbeddedDataDir } from '../helpers/embedded.js';
 import { request } from '../helpers/http.js';
 import { seedHomelab, startTestService, testEnv, testKeys, INVENTORY } from '../helpers/service.js';
 import { softhsmAvailable, softToken, SOFTHSM_MODULE } from '../helpers/softhsm.js';
@@ -43,7 +44,7 @@ t.test('the settings: KEY_PROVIDER=pkcs11 needs no ENCRYPTION_KEY and names what
 
 t.test('after start-up, the PIN is not in the main thread\'s heap', async (t) => {
   const tok = softToken(t);
-  const dir = tempDir(t);
+  const dir = await seedEmbeddedDataDir(tempDir(t));
   const server = start({ ...tok.env, PKCS11_PIN_FILE: '', PKCS11_PIN: tok.pin, DATA_DIR: dir }, ['--expose-gc', '--import', SNAPSHOT], dir);
   t.teardown(() => server.kill());
   const url = (await server.output(/listening on (http:\/\/[\d.]+:\d+)/))[1]!;

@@ -14,13 +14,14 @@ import { createStore, type Store } from '../../storage/index.js';
 import { loadMigrations, migrate } from '../../storage/migrate.js';
 import { auditIds, rechainWithSha256, restoreTrail, saveTrail } from '../helpers/audit.js';
 import { freshDatabase } from '../helpers/db.js';
+import { seedEmbeddedDataDir } from '../helpers/embedded.js';
 
 type Backend = 'postgres' | 'embedded';
 
 async function openSql(t: Test, backend: Backend): Promise<Sql> {
   const dataDir = mkdtempSync(join(tmpdir(), 'vault-audit-'));
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  const databaseUrl = backend === 'postgres' ? await freshDatabase(t) : undefined;
+  const databaseUrl = backend === 'postgres' ? await freshDatabase(t) : await seedEmbeddedDataDir(dataDir).then(() => undefined);
   const db = await connectDatabase({ databaseUrl, dataDir, poolSize: 10 });
   t.teardown(() => db.close());
   return db.sql;

@@ -12,12 +12,13 @@ import { adminSocketPath } from '../../../server/adminChannel.js';
 import { ADMIN } from '../../helpers/admin.js';
 import { freshDatabase } from '../../helpers/db.js';
 import { request } from '../../helpers/http.js';
-import { CLI, runMain } from '../../helpers/process.js';
+import { seedEmbeddedDataDir } from '../../helpers/embedded.js';
+import { CLI, nodeCommand, runMain } from '../../helpers/process.js';
 import { INVENTORY, login, seedHomelab, startTestService, testEnv } from '../../helpers/service.js';
 
 function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(...nodeCommand([CLI, ...args]), { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -38,7 +39,7 @@ const valuesOf = (body: { secrets: Array<{ secretKey: string; secretValue: strin
 t.test('embedded: backup while the service runs, restore into a fresh DATA_DIR, read back over HTTP', async (t) => {
   const keys = { ENCRYPTION_KEY: randomBytes(16).toString('hex'), AUTH_SECRET: randomBytes(32).toString('base64') };
   const SETUP_TOKEN = randomBytes(16).toString('hex');
-  const dirA = tempDir(t);
+  const dirA = await seedEmbeddedDataDir(tempDir(t)); // from the initdb template; dirB stays empty for the restore
   const a = runMain({ NODE_ENV: 'production', ...keys, DATA_DIR: dirA, SETUP_TOKEN });
   t.teardown(() => a.stop('SIGKILL'));
   const urlA = await a.listening;

@@ -11,6 +11,8 @@ import { secretAad } from '../../../server/domain/secrets.js';
 import { createServices, type Services } from '../../../server/services.js';
 import { connectDatabase, type Sql } from '../../../storage/db.js';
 import { freshDatabase } from '../../helpers/db.js';
+import { nodeCommand } from '../../helpers/process.js';
+import { seedEmbeddedDataDir } from '../../helpers/embedded.js';
 import { quietLog, testKeys } from '../../helpers/service.js';
 
 export const CLI = fileURLToPath(new URL('../../../server/cli/main.js', import.meta.url));
@@ -38,7 +40,7 @@ export interface CliProcess {
 }
 
 export function spawnCli(args: string[], env: Record<string, string>, cwd?: string, entry = CLI): CliProcess {
-  const child = spawn(process.execPath, [entry, ...args], {
+  const child = spawn(...nodeCommand([entry, ...args]), {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), ...env },
     cwd,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -103,6 +105,8 @@ export async function cliEnv(t: TapLike, backend: Backend): Promise<Record<strin
     DB_WAIT_SECONDS: '10',
   };
   if (backend === 'postgres') env.DATABASE_URL = await freshDatabase(t);
+  // The embedded database starts from a copy of the initdb template (helpers/embedded.ts).
+  else await seedEmbeddedDataDir(env.DATA_DIR!);
   return env;
 }
 

@@ -7,12 +7,13 @@ import { tmpdir } from 'node:os';
 import t from 'tap';
 import { ADMIN, signupAdmin } from '../../helpers/admin.js';
 import { request } from '../../helpers/http.js';
+import { nodeCommand } from '../../helpers/process.js';
 import { startTestService, testEnv } from '../../helpers/service.js';
 import { CLI, runCli, type CliResult } from './helpers.js';
 
 /** The CLI with `input` on its standard input. */
 function runWithStdin(args: string[], env: Record<string, string>, input: string): Promise<CliResult> {
-  const child = spawn(process.execPath, [CLI, ...args], {
+  const child = spawn(...nodeCommand([CLI, ...args]), {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });

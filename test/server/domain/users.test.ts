@@ -18,6 +18,7 @@ import { createStore } from '../../../storage/index.js';
 import { openAuditKey } from '../../../server/domain/audit.js';
 import { migrate } from '../../../storage/migrate.js';
 import { freshDatabase } from '../../helpers/db.js';
+import { seedEmbeddedDataDir } from '../../helpers/embedded.js';
 import { BACKENDS, type Backend } from '../../helpers/service.js';
 
 const ADMIN = { email: 'admin@example.test', password: 'a long admin passphrase', firstName: 'Ada', ip: null };
@@ -39,6 +40,7 @@ function recordingSql(sql: Sql) {
 async function setUp(t: { teardown(fn: () => unknown): void }, backend: Backend) {
   const dataDir = mkdtempSync(join(tmpdir(), 'vault-users-domain-'));
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  if (backend === 'embedded') await seedEmbeddedDataDir(dataDir);
   const db = await connectDatabase({ databaseUrl: backend === 'postgres+redis' ? await freshDatabase(t) : undefined, dataDir, waitMs: 10_000 });
   t.teardown(() => db.close());
   await migrate(db.sql);

@@ -40,6 +40,8 @@ t.test('the document names every route, and answers are checked against it', asy
   t.match(secret.properties, { version: { type: 'integer' }, secretValueHidden: { type: 'boolean' }, tags: { type: 'array' } }, "ESO's field types");
 
   const checker = checkerFor(doc);
+  const withAnswer = Object.values(doc.paths).flatMap((methods: any) => Object.values(methods)).filter((op: any) => op.responses['200']?.content?.['application/json']?.schema).length;
+  t.equal(checker.compileAll(), withAnswer, 'every declared answer schema compiles (the suite compiles them on first use)');
   const url = new URL(`${svc.url}/api/v3/secrets/raw/KEY`);
   const good = { id: 'i', _id: 'i', workspace: 'w', environment: 'prod', version: 1, type: 'shared', secretKey: 'KEY', secretValue: 'v', secretComment: '', secretPath: '/', secretValueHidden: false, skipMultilineEncoding: false, tags: [], secretMetadata: [], createdAt: 'x', updatedAt: 'x' };
   t.doesNotThrow(() => checker.check('GET', url, 200, { secret: good }), 'a well-formed secret passes');
