@@ -97,7 +97,7 @@ t.test('every YAML block and example parses; the Kubernetes manifests among them
     }
   }
   const kinds = manifests.map((m) => m.doc.kind).sort();
-  t.same(kinds, ['Application', 'ClusterSecretStore', 'ExternalSecret', 'Job'], 'the manifests found');
+  t.same(kinds, ['Application', 'ClusterSecretStore', 'CronJob', 'ExternalSecret', 'Job', 'Role', 'RoleBinding', 'ServiceAccount'], 'the manifests found');
 });
 
 t.test('every workload has the chart\'s pod and container hardening', async (t) => {

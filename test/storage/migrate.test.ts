@@ -16,7 +16,7 @@ t.test('concurrent migrate from two "replicas" applies each migration once', asy
   });
   const [ra, rb] = await Promise.all([migrate(a), migrate(b)]);
   const all = (await loadMigrations()).map((m) => m.version);
-  t.same([...ra, ...rb].sort(), all, 'every migration applied by exactly one of them');
+  t.same([...ra, ...rb].sort((x, y) => x - y), all, 'every migration applied by exactly one of them');
   const rows = await a`select version from schema_migrations order by version`;
   t.same(rows.map((r) => r.version), all);
   t.same(await migrate(a), [], 'a later start applies nothing');

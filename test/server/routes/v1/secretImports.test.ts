@@ -6,7 +6,7 @@
 import t from 'tap';
 import { startService } from '../../../../server/app.js';
 import { parseConfig } from '../../../../server/config.js';
-import { SYSTEM } from '../../../../server/domain/access.js';
+import { compileRules, SYSTEM } from '../../../../server/domain/access.js';
 import { request, type JsonResponse } from '../../../helpers/http.js';
 import { INVENTORY, login, quietLog, seedHomelab, startTestService, testEnv } from '../../../helpers/service.js';
 
@@ -151,12 +151,12 @@ t.test('secret imports', async (t) => {
   });
 
   await t.test('an import whose source the caller may not read is left out, never a 500', async (t) => {
-    // Today's roles read a whole project or nothing: the source check is the one
-    // function scoped roles will refine (access.ts mayReadSecrets). Here the grant
-    // answered for this request says no-access while the read itself is allowed.
+    // A scoped role that reads prod / only (compiled by the real rules engine): the
+    // import of staging /shared is outside it. The role is set on this request's grant.
     const access = svc.services.access;
     const original = access.authorize;
-    access.authorize = async (...args: Parameters<typeof original>) => ({ ...(await original(...args)), role: 'no-access' as const });
+    const scoped = { role: 'prod-root-reader', rules: compileRules([{ subject: 'secrets', action: ['read'], conditions: { environment: 'prod', secretPath: { $glob: '/' } } }]) };
+    access.authorize = async (...args: Parameters<typeof original>) => ({ ...(await original(...args)), access: scoped });
     t.teardown(() => void (access.authorize = original));
     const body = mustBe(await listRaw(svc.url), 200, 'list');
     t.same(body.imports, [], 'left out');
