@@ -163,7 +163,16 @@ export function secretImportsDomain(deps: SecretImportsDeps) {
       const folder = await store.folders.byPath(env.id, path);
       if (!folder) throw folderNotFound(path, env);
       const rows = await store.secretImports.byFolder(folder.id);
-      return rows.map((r) => importView(project, r));
+      // As the lists (include_imports): an import whose source the caller may not read is
+      // left out entirely (its path names a folder outside the scope), and the positions
+      // shown are renumbered so they do not count the hidden ones either.
+      const env0 = (id: string) => project.environments.find((e) => e.id === id);
+      const visible = rows.filter((r) => {
+        const src = env0(r.importEnvId);
+        return src !== undefined && mayReadSecrets(scope, src.slug, r.importPath);
+      });
+      if (visible.length === rows.length) return rows.map((r) => importView(project, r));
+      return visible.map((r, i) => ({ ...importView(project, r), position: i + 1 }));
     },
 
     async create(actor: Actor | SystemActor, input: Where & { import: Source }): Promise<SecretImportView> {

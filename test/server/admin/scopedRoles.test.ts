@@ -4,10 +4,16 @@
 // and refusals of things outside the scope answer the same whether they exist or not.
 // Writes are refused and change nothing. A second role (read/write under /app/**, with
 // a deny on /app/locked/**) checks create/edit/delete per environment and path.
+// Also covered: secret imports (prod / imports staging /leakshared and dev /, both outside
+// the scope), tags (a tag on secrets inside and outside the scope) and the JWT/OIDC Auth
+// configuration routes (superadmin only).
+// Matrix size (the t.comment at the end prints it): 445 requests driven as the scoped
+// identity, 326 of the answers searched for leaks (was 171 before imports, tags and JWT/OIDC).
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
 import { SYSTEM } from '../../../server/domain/access.js';
 import type { JsonResponse } from '../../helpers/http.js';
+import { startIssuer } from '../../helpers/issuer.js';
 import { startTestService, testEnv } from '../../helpers/service.js';
 import { api, isError, machine, snapshot, superadmin, type Method } from './helpers.js';
 
@@ -59,7 +65,11 @@ t.test('an identity scoped to prod / leaks nothing outside it', async (t) => {
     for (const id of leakIds) t.notOk(text.includes(id), `${what}: no out-of-scope id`);
   };
   type Tap = typeof t;
-  const call = (method: Method, path: string, json?: unknown) => api(svc, method, path, T, json);
+  let driven = 0;
+  const call = (method: Method, path: string, json?: unknown) => {
+    driven++;
+    return api(svc, method, path, T, json);
+  };
   /** Two refusals that must not tell apart "exists" from "does not": same status and body but the request id. */
   const same = (t: Tap, what: string, a: JsonResponse, b: JsonResponse) => {
     const strip = (r: JsonResponse) => ({ status: r.status, body: { ...r.body, reqId: undefined } });
@@ -255,22 +265,234 @@ t.test('an identity scoped to prod / leaks nothing outside it', async (t) => {
     t.equal(a.body.message.replace(sub.id, 'ID'), b.body.message.replace(unknown, 'ID'));
   });
 
+  // Secret imports. prod / (in scope) imports staging /leakshared and dev / (both outside).
+  // The role reads prod / only and a folder cannot import itself, so no import of prod /
+  // has an in-scope source here (the mixed case is secretImports.test.ts's, with the same
+  // compiled role). An import the caller may not read is left out everywhere: lists, single
+  // reads, the import list of the folder (its id, path, environment, position count).
+  const leakImportIds: string[] = [];
+  await t.test('imports: an out-of-scope source is left out entirely', async (t) => {
+    await folder('staging', '/', 'leakshared');
+    const shared = [
+      await put('staging', '/leakshared', 'LEAK_SHARED', 'leak-value-shared'),
+      await put('staging', '/leakshared', 'LEAK_ONLY_IMPORTED', 'leak-value-only-imported'),
+    ];
+    leakIds.push(...shared.map((x) => x.id));
+    const stagingShared = (await s.folders.list(SYSTEM, { project: { id: P }, environment: 'staging', path: '/' })).find((f) => f.name === 'leakshared')!;
+    leakIds.push(stagingShared.id);
+    for (const source of [{ environment: 'staging', path: '/leakshared' }, { environment: 'dev', path: '/' }]) {
+      const imp = await s.secretImports.create(SYSTEM, { project: { id: P }, environment: 'prod', path: '/', import: source });
+      leakImportIds.push(imp.id);
+      leakIds.push(imp.id);
+    }
+    // An import inside the out-of-scope tree too (dev /leakdevfolder imports staging /leakshared).
+    const deep = await s.secretImports.create(SYSTEM, { project: { id: P }, environment: 'dev', path: '/leakdevfolder', import: { environment: 'staging', path: '/leakshared' } });
+    leakImportIds.push(deep.id);
+    leakIds.push(deep.id);
+    // The admin sees both imports of prod / (the set-up is real).
+    const adminList = await api(svc, 'GET', `/api/v3/secrets/raw?${q3('prod', '/', '&include_imports=true')}`, admin.token);
+    t.equal(adminList.body.imports.length, 2, 'the admin reads both imports');
+    t.ok(adminList.body.imports.some((i: any) => i.secrets.some((x: any) => x.secretKey === 'LEAK_ONLY_IMPORTED')), 'the admin reads the imported key');
+
+    for (const v of ['&include_imports=true', '&include_imports=true&recursive=true', '&include_imports=true&viewSecretValue=false', '&include_imports=true&tagSlugs=ops']) {
+      for (const path of lists('prod', '/', v)) {
+        const r = await call('GET', path);
+        t.equal(r.status, 200, `${path}: 200`);
+        clean(t, path, r);
+        t.same(r.body.imports, [], `${path}: no import of an unreadable source (not even an empty one)`);
+        const text = JSON.stringify(r.body);
+        for (const bit of ['staging', '/leakshared', 'LEAK_SHARED', 'LEAK_ONLY_IMPORTED', 'leak-value']) t.notOk(text.includes(bit), `${path}: nothing of the import (${bit})`);
+      }
+    }
+    // A single read falling back to imports: a key only the unreadable import holds answers
+    // as an unknown key (404, same body but the name).
+    for (const extra of ['&include_imports=true', '&include_imports=true&viewSecretValue=false', '&include_imports=true&expandSecretReferences=true']) {
+      for (const key of ['LEAK_ONLY_IMPORTED', 'LEAK_DEV']) {
+        const a = await call('GET', `/api/v3/secrets/raw/${key}?${q3('prod', '/', extra)}`);
+        const b = await call('GET', `/api/v3/secrets/raw/NO_SUCH_KEY?${q3('prod', '/', extra)}`);
+        isError(t, a, 404, 'NotFound');
+        clean(t, `import fallback ${key}`, { ...a, body: { ...a.body, message: a.body.message.replace(key, 'KEY') } });
+        t.same({ ...a.body, reqId: 0, message: a.body.message.replace(key, 'KEY') }, { ...b.body, reqId: 0, message: b.body.message.replace('NO_SUCH_KEY', 'KEY') }, `${key}: as an unknown key`);
+      }
+    }
+    // The import list of the in-scope folder: the unreadable imports are not listed.
+    const il = `/api/v1/secret-imports?workspaceId=${P}&environment=prod&path=%2F`;
+    for (const path of [il, il.replace('workspaceId', 'projectId')]) {
+      const r = await call('GET', path);
+      t.equal(r.status, 200, path);
+      clean(t, path, r);
+      t.same(r.body.secretImports, [], `${path}: no import of an unreadable source`);
+    }
+    // The import list of an out-of-scope folder: refused as a missing folder is.
+    const iq = (env: string, path: string) => `/api/v1/secret-imports?workspaceId=${P}&environment=${env}&path=${encodeURIComponent(path)}`;
+    for (const [env, existing, missing] of [['staging', '/leakshared', '/nofolder'], ['dev', '/leakdevfolder', '/nofolder'], ['dev', '/', '/nofolder'], ['prod', '/leakfolder', '/nofolder']] as const) {
+      const a = await call('GET', iq(env, existing));
+      const b = await call('GET', iq(env, missing));
+      isError(t, a, 403, 'PermissionDenied');
+      clean(t, `imports of ${env} ${existing}`, a);
+      same(t, `imports of ${env} ${existing}`, a, b);
+    }
+    // Export of prod / does not follow imports into the unreadable folders either.
+    const ex = await call('GET', `/api/v1/projects/${P}/export?environment=prod&secretPath=%2F&format=json`);
+    clean(t, 'export with imports', ex);
+  });
+
+  // Tags. Tag slugs and colours are project metadata (as environment names and slugs are,
+  // which every member sees): listing them is not a leak, and the tag "ops" carries no
+  // "leak". What a tag is attached to is: which secrets, where, and how many outside the
+  // scope carry it must not show through a tagSlugs filter, an in-scope tag list or an error.
+  await t.test('tags: the filter shows nothing outside the scope; tag writes are refused', async (t) => {
+    const ops = await s.tags.create(SYSTEM, { project: { id: P }, slug: 'ops' });
+    const other = await s.tags.create(SYSTEM, { project: { id: P }, slug: 'other' });
+    leakIds.push((await s.secrets.create(SYSTEM, { project: { id: P }, environment: 'dev', secretPath: '/', key: 'LEAK_TAGGED_DEV', value: 'leak-value-tagged', tagIds: [ops.id] })).id);
+    leakIds.push((await s.secrets.create(SYSTEM, { project: { id: P }, environment: 'prod', secretPath: '/leakfolder', key: 'LEAK_TAGGED_SUB', value: 'leak-value-tagged-sub', tagIds: [ops.id, other.id] })).id);
+    leakIds.push((await s.secrets.create(SYSTEM, { project: { id: P }, environment: 'staging', secretPath: '/leakshared', key: 'LEAK_TAGGED_IMPORTED', value: 'leak-value-tagged-imp', tagIds: [ops.id] })).id);
+    await s.secrets.create(SYSTEM, { project: { id: P }, environment: 'prod', secretPath: '/', key: 'IN_TAGGED', value: 'in-scope-tagged', tagIds: [ops.id] });
+    const adminOps = await api(svc, 'GET', `/api/v3/secrets/raw?${q3('prod', '/', '&recursive=true&include_imports=true&tagSlugs=ops')}`, admin.token);
+    t.same(adminOps.body.secrets.map((x: any) => x.secretKey).sort(), ['IN_TAGGED', 'LEAK_TAGGED_SUB'], 'the admin sees the out-of-scope tagged secret (the set-up is real)');
+    for (const v of ['&tagSlugs=ops', '&tagSlugs=ops,other', '&tagSlugs=other', '&tagSlugs=ops&recursive=true', '&tagSlugs=ops&include_imports=true', '&tagSlugs=ops&viewSecretValue=false']) {
+      for (const path of lists('prod', '/', v)) {
+        const r = await call('GET', path);
+        t.equal(r.status, 200, path);
+        clean(t, path, r);
+        const want = v.includes('ops') ? ['IN_TAGGED'] : [];
+        t.same(r.body.secrets.map((x: any) => x.secretKey), want, `${path}: only the in-scope tagged secret`);
+        t.same(r.body.imports ?? [], [], `${path}: no import`);
+      }
+    }
+    // Out of scope with a tag filter: refused as without it, existing or not.
+    for (const [env, existing, missing] of [['dev', '/', '/'], ['prod', '/leakfolder', '/nofolder']] as const) {
+      const [e3, e4] = lists(env, existing, '&tagSlugs=ops');
+      const [m3, m4] = lists(env, missing, '&tagSlugs=nope');
+      for (const [a, b] of [[e3!, m3!], [e4!, m4!]] as const) {
+        const ra = await call('GET', a);
+        const rb = await call('GET', b);
+        isError(t, ra, 403, 'PermissionDenied');
+        clean(t, a, ra);
+        same(t, a, ra, rb);
+      }
+    }
+    // Tag metadata: readable by a member (not a leak, see above), nothing of what carries them.
+    for (const path of [`/api/v1/projects/${P}/tags`, `/api/v1/workspace/${P}/tags`, `/api/v1/projects/${P}/tags/${ops.id}`, `/api/v1/projects/${P}/tags/slug/ops`]) {
+      const r = await call('GET', path);
+      t.equal(r.status, 200, path);
+      clean(t, path, r);
+    }
+    // Writes on tags and tagging writes: refused, nothing written.
+    const before = await state();
+    const writes: Array<[Method, string, unknown?]> = [];
+    for (const base of [`/api/v1/projects/${P}/tags`, `/api/v1/workspace/${P}/tags`]) {
+      writes.push(
+        ['POST', base, { slug: 'mine', color: 'red' }],
+        ['PATCH', `${base}/${ops.id}`, { slug: 'renamed' }],
+        ['PATCH', `${base}/${other.id}`, { color: 'blue' }],
+        ['DELETE', `${base}/${ops.id}`],
+        ['DELETE', `${base}/${randomUUID()}`],
+      );
+    }
+    writes.push(
+      ['PATCH', '/api/v3/secrets/raw/IN_TAGGED', { workspaceId: P, environment: 'prod', secretPath: '/', tagIds: [other.id] }],
+      ['PATCH', '/api/v4/secrets/LEAK_TAGGED_DEV', { projectId: P, environment: 'dev', secretPath: '/', tagIds: [] }],
+      ['POST', '/api/v3/secrets/raw/NEW_TAGGED', { workspaceId: P, environment: 'prod', secretPath: '/', secretValue: 'x', tagIds: [ops.id] }],
+    );
+    for (const [method, path, body] of writes) {
+      const r = await call(method, path, body);
+      t.ok(r.status === 403 || r.status === 404, `${method} ${path} ${JSON.stringify(body ?? {})}: refused (${r.status})`);
+      clean(t, `${method} ${path}`, r);
+    }
+    t.same(await state(), before, 'nothing changed');
+  });
+
+  await t.test('import writes are refused and change nothing', async (t) => {
+    const before = await state();
+    const mine = (await s.secretImports.list(SYSTEM, { project: { id: P }, environment: 'prod', path: '/' }))[0]!;
+    const writes: Array<[Method, string, unknown?]> = [];
+    for (const [env, path] of [['prod', '/'], ['prod', '/leakfolder'], ['dev', '/leakdevfolder'], ['staging', '/leakshared'], ['prod', '/nofolder']] as const) {
+      const w = { workspaceId: P, environment: env, path };
+      writes.push(
+        ['POST', '/api/v1/secret-imports', { ...w, import: { environment: 'staging', path: '/leakshared' } }],
+        ['POST', '/api/v1/secret-imports', { ...w, import: { environment: 'prod', path: '/' } }],
+        ['POST', '/api/v1/secret-imports', { projectId: P, environment: env, path, import: { environment: 'dev', path: '/leakdevfolder' } }],
+        ['PATCH', `/api/v1/secret-imports/${mine.id}`, { ...w, import: { position: 2 } }],
+        ['PATCH', `/api/v1/secret-imports/${mine.id}`, { ...w, import: { environment: 'prod', path: '/leakfolder' } }],
+        ['DELETE', `/api/v1/secret-imports/${mine.id}`, w],
+        ['DELETE', `/api/v1/secret-imports/${randomUUID()}`, w],
+      );
+      for (const id of leakImportIds) writes.push(['PATCH', `/api/v1/secret-imports/${id}`, { ...w, import: { position: 1 } }], ['DELETE', `/api/v1/secret-imports/${id}`, w]);
+    }
+    for (const [method, path, body] of writes) {
+      const r = await call(method, path, body);
+      t.ok(r.status === 403 || r.status === 404, `${method} ${path} ${JSON.stringify(body ?? {})}: refused (${r.status})`);
+      const sent = leakImportIds.find((id) => path.includes(id));
+      clean(t, `${method} ${path}`, r, sent);
+    }
+    // The refusal of a write on an unreadable import answers as on an unknown id.
+    for (const id of leakImportIds) {
+      const unknown = randomUUID();
+      const a = await call('DELETE', `/api/v1/secret-imports/${id}`, { workspaceId: P, environment: 'prod', path: '/' });
+      const b = await call('DELETE', `/api/v1/secret-imports/${unknown}`, { workspaceId: P, environment: 'prod', path: '/' });
+      t.same({ status: a.status, message: a.body.message.replace(id, 'ID') }, { status: b.status, message: b.body.message.replace(unknown, 'ID') }, 'as an unknown import');
+    }
+    t.same(await state(), before, 'nothing changed');
+  });
+
+  // JWT and OIDC Auth configuration is the superadmin's: 403 on every route, for an
+  // identity with or without a configuration (its own included), nothing written.
+  await t.test('JWT/OIDC auth configuration: refused, nothing written', async (t) => {
+    const issuer = await startIssuer(t);
+    const configured = await machine(svc, 'configured-eso');
+    const bare = await machine(svc, 'bare-eso');
+    const jwtBody = { configurationType: 'static', publicKeys: [issuer.keys[0]!.spki], boundSubject: 'leak-subject' };
+    const oidcBody = { oidcDiscoveryUrl: issuer.url, boundSubject: 'leak-subject' };
+    const J = (id: string) => `/api/v1/auth/jwt-auth/identities/${id}`;
+    const O = (id: string) => `/api/v1/auth/oidc-auth/identities/${id}`;
+    t.equal((await api(svc, 'POST', J(configured.identityId), admin.token, jwtBody)).status, 200, 'the admin attaches JWT Auth');
+    const before = await state();
+    for (const id of [configured.identityId, bare.identityId, scoped.identityId, randomUUID()]) {
+      const routes: Array<[Method, string, unknown?]> = [
+        ['POST', J(id), jwtBody],
+        ['PATCH', J(id), { boundSubject: 'x' }],
+        ['GET', J(id)],
+        ['DELETE', J(id)],
+        ['POST', O(id), oidcBody],
+        ['PATCH', O(id), { boundSubject: 'x' }],
+        ['GET', O(id)],
+        ['DELETE', O(id)],
+      ];
+      for (const [method, path, body] of routes) {
+        const r = await call(method, path, body);
+        isError(t, r, 403, 'PermissionDenied');
+        clean(t, `${method} ${path}`, r, id);
+        const unknownId = randomUUID();
+        same(t, `${method} ${path}`, { ...r, body: { ...r.body, message: r.body.message.replace(id, 'ID') } }, await (async () => {
+          const u = await call(method, path.replace(id, unknownId), body);
+          return { ...u, body: { ...u.body, message: u.body.message.replace(unknownId, 'ID') } };
+        })());
+      }
+    }
+    t.same(await state(), before, 'nothing changed');
+    t.equal(issuer.hits.discovery + issuer.hits.jwks, 0, 'no refused request fetched anything from the issuer');
+  });
+
   await t.test('a reference into a scope the caller cannot read is refused, existing or not', async (t) => {
     await put('prod', '/', 'REF_OUT', '${dev.LEAK_DEV}');
     await put('prod', '/', 'REF_MISSING', '${dev.NO_SUCH_KEY}');
     await put('prod', '/', 'REF_SUB', '${prod.leakfolder.LEAK_SUB}');
-    for (const key of ['REF_OUT', 'REF_MISSING', 'REF_SUB']) {
+    // Into a folder prod / imports (an import gives no right to reference its source).
+    await put('prod', '/', 'REF_IMPORTED', '${staging.leakshared.LEAK_SHARED}');
+    await put('prod', '/', 'REF_IMPORTED_DEV', '${dev.LEAK_DEV}-${IN_A}');
+    for (const key of ['REF_OUT', 'REF_MISSING', 'REF_SUB', 'REF_IMPORTED', 'REF_IMPORTED_DEV']) {
       const raw = await call('GET', `/api/v3/secrets/raw/${key}?${q3('prod', '/')}`);
       t.equal(raw.status, 200, 'unexpanded, the value is the caller\'s own');
       const r = await call('GET', `/api/v3/secrets/raw/${key}?${q3('prod', '/', '&expandSecretReferences=true')}`);
       isError(t, r, 403, 'PermissionDenied', /reference/);
       clean(t, `expand ${key}`, r);
-      t.notMatch(r.body.message, /dev|leakfolder/, 'the refusal does not repeat the reference (part of a value)');
+      t.notMatch(r.body.message, /dev|leakfolder|leakshared|staging/, 'the refusal does not repeat the reference (part of a value)');
     }
     const a = await call('GET', `/api/v3/secrets/raw/REF_OUT?${q3('prod', '/', '&expandSecretReferences=true')}`);
     const b = await call('GET', `/api/v3/secrets/raw/REF_MISSING?${q3('prod', '/', '&expandSecretReferences=true')}`);
     same(t, 'reference to an existing and a missing secret', a, b);
-    for (const path of lists('prod', '/', '&expandSecretReferences=true')) {
+    for (const path of [...lists('prod', '/', '&expandSecretReferences=true'), ...lists('prod', '/', '&expandSecretReferences=true&include_imports=true')]) {
       const r = await call('GET', path);
       isError(t, r, 403, 'PermissionDenied');
       clean(t, path, r);
@@ -280,8 +502,8 @@ t.test('an identity scoped to prod / leaks nothing outside it', async (t) => {
     t.equal(r.body.secret.secretValue, 'leak-value-dev');
   });
 
-  t.comment(`scoped-role leak matrix: ${cases} requests checked for leaks`);
-  t.ok(cases >= 150, `the matrix drove ${cases} requests`);
+  t.comment(`scoped-role leak matrix: ${driven} requests driven as the scoped identity, ${cases} answers checked for leaks`);
+  t.ok(cases >= 300, `the matrix checked ${cases} answers`);
 
   async function state() {
     const [row] = await s.store.sql<Record<string, unknown>[]>`select
@@ -290,6 +512,10 @@ t.test('an identity scoped to prod / leaks nothing outside it', async (t) => {
       (select md5(coalesce(string_agg(id::text || path, ',' order by id), '')) from folders) as folders,
       (select md5(coalesce(string_agg(id::text || slug || version, ',' order by id), '')) from project_roles) as roles,
       (select count(*)::int from environments) as environments,
+      (select md5(coalesce(string_agg(t::text, ',' order by t::text), '')) from secret_imports t) as imports,
+      (select md5(coalesce(string_agg(t::text, ',' order by t::text), '')) from secret_tags t) as tags,
+      (select md5(coalesce(string_agg(t::text, ',' order by t::text), '')) from secret_tag_links t) as tag_links,
+      (select md5(coalesce(string_agg(t::text, ',' order by t::text), '')) from identity_jwt_auths t) as jwt_auths,
       (select name from projects where id = ${P}) as project`;
     return { ...(await snapshot(svc)), ...row };
   }
