@@ -27,7 +27,10 @@ function intEnv(name: string, fallback: number, min: number, max: number): numbe
 
 const SECONDS = intEnv('BENCH_SECONDS', 10, 1, 600);
 const WARMUP_SECONDS = intEnv('BENCH_WARMUP_SECONDS', 2, 0, 60);
-/** BENCH_PARTS=http,process (default both): the in-process autocannon scenarios, the service-process rows. */
+/**
+ * BENCH_PARTS=http,process (default both): the in-process autocannon scenarios, the
+ * service-process rows; `eso` alone: only the ESO cycle (a), for quick before/after runs.
+ */
 const PARTS = (process.env.BENCH_PARTS ?? 'http,process').split(',').map((p) => p.trim());
 const CONNECTIONS = intEnv('BENCH_CONNECTIONS', 50, 1, 2000);
 
@@ -196,6 +199,14 @@ async function runBackend(backend: Backend): Promise<{ code: number; figures: Fi
         3,
       ),
     );
+    if (!PARTS.includes('http')) {
+      const a = reports[0]!;
+      console.log(`ESO cycles/s (a) = ${a.cyclesPerSec!.toFixed(0)}; non-2xx ${a.non2xx}, errors ${a.errors}`);
+      return {
+        code: a.non2xx > 0 || a.errors > 0 ? 1 : 0,
+        figures: [{ row: '(a) ESO cycle (login, list, revoke)', backend: backend.id, value: a.cyclesPerSec!, unit: 'cycles/s', target: 1000, atLeast: true }],
+      };
+    }
     const authorization = `Bearer ${token}`;
     const bodyText = captured.body.toString('utf8');
     reports.push(
@@ -392,7 +403,7 @@ async function main(): Promise<number> {
   const figures: Figure[] = [];
   for (const backend of list) {
     console.log(`\n=== backend: ${backend.id} ===`);
-    if (PARTS.includes('http')) {
+    if (PARTS.includes('http') || PARTS.includes('eso')) {
       const r = await runBackend(backend);
       code = Math.max(code, r.code);
       figures.push(...r.figures);

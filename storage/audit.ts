@@ -410,17 +410,29 @@ export function auditStore(sql: Queryable, key?: AuditKey) {
     async appendMany(tx: Tx, events: readonly AuditEvent[]): Promise<void> {
       if (events.length === 0) return;
       let k = requireKey();
-      // jsonb's text of each distinct metadata, as verify will read it: asked before the lock is taken.
+      // jsonb's text of each distinct metadata, as verify will read it, asked in the same
+      // round trip as the anchor and before it (so not while the lock is held).
       const metadataTexts = new Map<string, string>([['{}', '{}']]);
+      const asked: object[] = [];
       for (const e of events) {
         const json = JSON.stringify(e.metadata ?? {});
         if (!metadataTexts.has(json)) {
-          metadataTexts.set(json, (await tx<{ text: string }[]>`select ${tx.json(e.metadata ?? {})}::jsonb::text as text`)[0]!.text);
+          metadataTexts.set(json, '');
+          asked.push(e.metadata ?? {});
         }
       }
+      const texts =
+        asked.length === 0
+          ? Promise.resolve([])
+          : tx<{ text: string }[]>`select m.value::text as text from jsonb_array_elements(${tx.json(asked as Parameters<Tx['json']>[0])}::jsonb) with ordinality as m(value, n) order by m.n`;
       // The anchor row's lock serialises appends until the commit. Under READ COMMITTED,
       // FOR UPDATE returns the newest committed anchor once it has the lock.
-      const [anchor] = await tx<AnchorRow[]>`select ${tx.unsafe(ANCHOR_COLUMNS)} from audit_chain_head where id = 1 for update`;
+      const [textRows, [anchor]] = await Promise.all([
+        texts,
+        tx<AnchorRow[]>`select ${tx.unsafe(ANCHOR_COLUMNS)} from audit_chain_head where id = 1 for update`,
+      ]);
+      let n = 0;
+      for (const [json, text] of metadataTexts) if (text === '') metadataTexts.set(json, textRows[n++]!.text);
       if (!anchor) throw new AuditChainError('anchor-missing');
       if (anchor.keyId !== k.keyId) {
         // Re-keyed since this process started: the version the anchor names (proven below).

@@ -55,7 +55,7 @@ export interface MachineAuthDeps {
   keyring: Pick<Keyring, 'macCurrent' | 'findClientSecret'>;
   tokens: IdentityTokens;
   caches: Pick<Caches, 'accessTokens'>;
-  changes: Pick<WritePipeline, 'byCaller'>;
+  changes: Pick<WritePipeline, 'byCaller' | 'groupedByCaller'>;
   lockout: { maxAttempts: number; seconds: number };
   now?: () => number;
 }
@@ -63,6 +63,8 @@ export interface MachineAuthDeps {
 export function machineAuth(deps: MachineAuthDeps) {
   const { store, keyring, tokens, caches, changes, lockout } = deps;
   const asIdentity = (identityId: string, origin?: Origin) => changes.byCaller({ actorType: 'identity', actorId: identityId }, origin);
+  // Logins and revocations (ESO's every sync) are committed in groups (see the pipeline).
+  const asIdentityGrouped = (identityId: string, origin?: Origin) => changes.groupedByCaller({ actorType: 'identity', actorId: identityId }, origin);
   const now = deps.now ?? Date.now;
   // Verified JWTs by their exact text: claims are immutable, so only expiry and
   // liveness (checked per request) can change. An entry (~1 KB: the token's text and
@@ -152,36 +154,43 @@ export function machineAuth(deps: MachineAuthDeps) {
       if (!ipAllowed(found.clientSecretTrustedIps, input.ip)) throw ipNotAllowed();
       const issuedAt = now();
       const tokenId = randomUUID();
-      const outcome = await asIdentity(found.identityId, { ip: input.ip }).run(async ({ s, audit }) => {
+      const outcome = await asIdentityGrouped(found.identityId, { ip: input.ip }).run(async ({ s, audit }) => {
         // Claimed before the secret is compared; the row stays locked until this
-        // transaction ends, so one client's logins are checked one at a time.
-        const claim = await s.identities.claimLogin(found.identityId, lockout.maxAttempts, lockout.seconds, new Date(issuedAt));
+        // transaction ends, so one client's logins are checked one at a time. The
+        // candidates are read in the same round trip (statements in a transaction run in order).
+        const [claim, candidates] = await Promise.all([
+          s.identities.claimLogin(found.identityId, lockout.maxAttempts, lockout.seconds, new Date(issuedAt)),
+          s.identities.usableClientSecrets(found.identityId),
+        ]);
         if (!claim) throw invalidCredentials();
         if (!claim.claimed) return { locked: claim.retryAfterSeconds } as const;
         const ua = claim.ua;
         // Checked again on the row as it is now (a PATCH may have committed meanwhile).
         if (!ipAllowed(ua.clientSecretTrustedIps, input.ip)) throw ipNotAllowed();
-        const candidates = await s.identities.usableClientSecrets(ua.identityId);
         // Each candidate under the MAC key version it names; every one is compared.
         const match = await keyring.findClientSecret(input.clientSecret, candidates, mac);
         // Failed logins are not written to the audit trail (anyone could fill it with
         // them); the claim made above stays, and counts towards the lockout.
         if (!match) return { failed: true } as const;
         const secretId = match.id;
-        if (!(await s.identities.markClientSecretUsed(secretId))) throw invalidCredentials();
         const expiresAt = issuedAt + ua.accessTokenTtl * 1000;
-        await s.identities.insertAccessToken({
-          id: tokenId,
-          identityId: ua.identityId,
-          clientSecretId: secretId,
-          expiresAt: new Date(expiresAt),
-          maxExpiresAt: new Date(issuedAt + ua.accessTokenMaxTtl * 1000),
-          numUsesLimit: ua.accessTokenNumUsesLimit,
-        });
-        await s.identities.clearLoginFailures(ua.identityId);
         // Made under an older MAC key version (before a rekey): made again under the current one.
         const remac = match.macKeyId !== mac.keyId;
-        if (remac) await s.identities.remacClientSecret(secretId, mac.keyId, mac.mac);
+        // One round trip; a secret revoked or used up meanwhile rolls all of it back.
+        const [used] = await Promise.all([
+          s.identities.markClientSecretUsed(secretId),
+          s.identities.insertAccessToken({
+            id: tokenId,
+            identityId: ua.identityId,
+            clientSecretId: secretId,
+            expiresAt: new Date(expiresAt),
+            maxExpiresAt: new Date(issuedAt + ua.accessTokenMaxTtl * 1000),
+            numUsesLimit: ua.accessTokenNumUsesLimit,
+          }),
+          s.identities.clearLoginFailures(ua.identityId),
+          remac ? s.identities.remacClientSecret(secretId, mac.keyId, mac.mac) : undefined,
+        ]);
+        if (!used) throw invalidCredentials();
         await audit({
           eventType: 'login-identity-universal-auth',
           metadata: { identityId: ua.identityId, clientId: ua.clientId, clientSecretId: secretId, accessTokenId: tokenId, ...(remac ? { macKeyUpgraded: true } : {}) },
@@ -222,7 +231,7 @@ export function machineAuth(deps: MachineAuthDeps) {
     /** Idempotent for a token of ours; from then on every request with it gets 401, on every replica. */
     async revoke(accessToken: string, origin?: Origin): Promise<void> {
       const claims = await tokens.verify(accessToken);
-      await asIdentity(claims.identityId, origin).run(async ({ s, audit, invalidate }) => {
+      await asIdentityGrouped(claims.identityId, origin).run(async ({ s, audit, invalidate }) => {
         // Revoking a token twice (ESO retries) changes nothing the second time.
         if (!(await s.identities.revokeAccessToken(claims.tokenId, claims.identityId))) return;
         await audit({ eventType: 'revoke-identity-access-token', metadata: { identityId: claims.identityId, accessTokenId: claims.tokenId } });

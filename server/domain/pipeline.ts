@@ -75,53 +75,167 @@ export class UnauditedChangeError extends Error {
   }
 }
 
+/** What one change collected while its body ran. */
+interface ChangeState {
+  readonly actor: AuditActor;
+  who: AuditActor;
+  readonly origin: Origin;
+  readonly pending: Map<string, [Topic, string]>;
+  readonly events: string[];
+  readonly auditAppendSeconds: number[];
+}
+
+function changeState(actor: AuditActor, origin: Origin): ChangeState {
+  return { actor, who: actor, origin, pending: new Map(), events: [], auditAppendSeconds: [] };
+}
+
+/**
+ * The Change a body sees. `append` writes entries to the trail: at once inside the
+ * change's own transaction, or (grouped) collected for the group's one append.
+ */
+function changeFor(s: TxStores, st: ChangeState, append: (events: AuditEvent[]) => Promise<void>): Change {
+  const change: Change = {
+    s,
+    async audit(entry) {
+      await change.auditMany([entry]);
+    },
+    async auditMany(entries) {
+      if (entries.length === 0) return;
+      await append(entries.map((entry) => ({ ...entry, ...st.who, ip: st.origin.ip ?? null })));
+      for (const entry of entries) st.events.push(entry.eventType);
+    },
+    invalidate(topic, key) {
+      st.pending.set(`${topic}\u0000${key}`, [topic, key]);
+    },
+    actAs(next) {
+      st.who = next;
+    },
+  };
+  return change;
+}
+
+/** At most this many changes share one group transaction (bounds a group's time and its row locks). */
+export const MAX_GROUP = 64;
+
+interface Queued {
+  st: ChangeState;
+  body: (c: Change) => Promise<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (err: unknown) => void;
+}
+
 export function writePipeline(deps: PipelineDeps) {
   const { store, bus, access, onCommitted } = deps;
+
+  /** After the commit, in the order queued (see grant), then the change is reported. */
+  async function published(st: ChangeState): Promise<void> {
+    const publishSeconds: number[] = [];
+    for (const [topic, key] of st.pending.values()) {
+      const started = performance.now();
+      await bus.publish(topic, key);
+      publishSeconds.push((performance.now() - started) / 1000);
+    }
+    onCommitted?.({ events: st.events, invalidations: st.pending.size, auditAppendSeconds: st.auditAppendSeconds, publishSeconds });
+  }
+
+  function checkAudited(st: ChangeState): void {
+    if (st.pending.size > 0 && st.events.length === 0) throw new UnauditedChangeError();
+  }
 
   function grant(actor: AuditActor, origin: Origin): Grant {
     return {
       async run<T>(body: (c: Change) => Promise<T>): Promise<T> {
-        const pending = new Map<string, [Topic, string]>();
-        const events: string[] = [];
-        const auditAppendSeconds: number[] = [];
-        const publishSeconds: number[] = [];
-        let who = actor;
+        const st = changeState(actor, origin);
         const result = await store.transaction(async (s) => {
-          const change: Change = {
-            s,
-            async audit(entry) {
-              await change.auditMany([entry]);
-            },
-            async auditMany(entries) {
-              if (entries.length === 0) return;
+          const out = await body(
+            changeFor(s, st, async (events) => {
               const started = performance.now();
-              await s.audit.appendMany(
-                s.tx,
-                entries.map((entry) => ({ ...entry, ...who, ip: origin.ip ?? null })),
-              );
-              auditAppendSeconds.push((performance.now() - started) / 1000);
-              for (const entry of entries) events.push(entry.eventType);
-            },
-            invalidate(topic, key) {
-              pending.set(`${topic}\u0000${key}`, [topic, key]);
-            },
-            actAs(next) {
-              who = next;
-            },
-          };
-          const out = await body(change);
-          if (pending.size > 0 && events.length === 0) throw new UnauditedChangeError();
+              await s.audit.appendMany(s.tx, events);
+              st.auditAppendSeconds.push((performance.now() - started) / 1000);
+            }),
+          );
+          checkAudited(st);
           return out;
         });
-        // After the commit, in the order queued: the change is durable before any replica
-        // is told to drop what it cached (a replica reloading earlier would cache the old rows).
-        for (const [topic, key] of pending.values()) {
-          const started = performance.now();
-          await bus.publish(topic, key);
-          publishSeconds.push((performance.now() - started) / 1000);
-        }
-        onCommitted?.({ events, invalidations: pending.size, auditAppendSeconds, publishSeconds });
+        // After the commit: the change is durable before any replica is told to drop
+        // what it cached (a replica reloading earlier would cache the old rows).
+        await published(st);
         return result;
+      },
+    };
+  }
+
+  // Group commit: small, frequent changes (machine logins and token revocations, ESO's
+  // every sync) queue while a group is in its transaction; the next group takes every
+  // change queued (up to MAX_GROUP) into one transaction. The changes run in turn, their
+  // entries are collected, and the group appends them all in one hold of the audit
+  // chain, in order, each still its own entry: one anchor update and one commit for the
+  // group instead of one per change. A change and its entries still commit together:
+  // both are in the group's transaction.
+  //
+  // A change that throws (rare for these: an expected refusal is a value, not an error)
+  // rolls the whole group back, and then every change of the group runs again alone, in
+  // its own transaction, as an ungrouped change would: each gets its own answer, and no
+  // change depends on another's failure. A group that fails to append or commit fails
+  // every change in it; nothing of any of them is written.
+  const queue: Queued[] = [];
+  let draining = false;
+
+  async function drain(): Promise<void> {
+    draining = true;
+    try {
+      while (queue.length > 0) await runGroup(queue.splice(0, MAX_GROUP));
+    } finally {
+      draining = false;
+    }
+  }
+
+  /** Thrown out of a group's transaction to roll it back when one of its changes failed. */
+  class ChangeFailed extends Error {}
+
+  async function runGroup(group: Queued[]): Promise<void> {
+    const values: unknown[] = [];
+    try {
+      await store.transaction(async (s) => {
+        const entries: AuditEvent[] = [];
+        for (const q of group) {
+          try {
+            values.push(await q.body(changeFor(s, q.st, async (events) => void entries.push(...events))));
+            checkAudited(q.st);
+          } catch (error) {
+            // Alone, the error is the change's own answer; in a group, see runAlone.
+            throw group.length === 1 ? error : new ChangeFailed();
+          }
+        }
+        const started = performance.now();
+        await s.audit.appendMany(s.tx, entries);
+        const seconds = (performance.now() - started) / 1000;
+        for (const q of group) if (q.st.events.length > 0) q.st.auditAppendSeconds.push(seconds);
+      });
+    } catch (error) {
+      if (error instanceof ChangeFailed) {
+        for (const q of group) await runAlone(q);
+      } else {
+        for (const q of group) q.reject(error);
+      }
+      return;
+    }
+    // Committed. Each change's invalidations go out on their own (the next group does not wait).
+    group.forEach((q, n) => published(q.st).then(() => q.resolve(values[n]), q.reject));
+  }
+
+  /** A change of a group that was rolled back, run again from scratch in a transaction of its own. */
+  async function runAlone(q: Queued): Promise<void> {
+    await grant(q.st.actor, q.st.origin).run(q.body).then(q.resolve, q.reject);
+  }
+
+  function grouped(actor: AuditActor, origin: Origin): Grant {
+    return {
+      run<T>(body: (c: Change) => Promise<T>): Promise<T> {
+        return new Promise<T>((resolve, reject) => {
+          queue.push({ st: changeState(actor, origin), body, resolve: resolve as (v: unknown) => void, reject });
+          if (!draining) void drain();
+        });
       },
     };
   }
@@ -145,6 +259,15 @@ export function writePipeline(deps: PipelineDeps) {
      */
     byCaller(actor: AuditActor, origin: Origin = {}): Grant {
       return grant(actor, origin);
+    },
+
+    /**
+     * As byCaller, committed with other such changes in one transaction (see drain):
+     * for small, frequent changes whose body is a few statements (logins, revocations).
+     * A body must not wait on anything but its own statements: the group waits for it.
+     */
+    groupedByCaller(actor: AuditActor, origin: Origin = {}): Grant {
+      return grouped(actor, origin);
     },
   };
 }

@@ -6,7 +6,6 @@ import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { identityTokens } from '../../server/auth/tokens.js';
 import { machineAuth } from '../../server/domain/machineAuth.js';
-import type { Grant, WritePipeline } from '../../server/domain/pipeline.js';
 import { AppError } from '../../server/errors.js';
 import { request } from '../helpers/http.js';
 import { BACKENDS, seedHomelab, startTestService, testEnv, type TestService } from '../helpers/service.js';
@@ -54,30 +53,20 @@ t.test('right logins in parallel all succeed: claims queue, they do not lock eac
 function instrumented(svc: TestService, clock: { now: number }) {
   const s = svc.services;
   let checks = 0;
-  const changes: Pick<WritePipeline, 'byCaller'> = {
-    byCaller(actor, origin): Grant {
-      const grant = s.changes.byCaller(actor, origin);
-      return {
-        run: (body) =>
-          grant.run((c) => {
-            const identities = {
-              ...c.s.identities,
-              usableClientSecrets: (id: string) => {
-                checks++;
-                return c.s.identities.usableClientSecrets(id);
-              },
-            };
-            return body({ ...c, s: { ...c.s, identities } });
-          }),
-      };
+  // A secret check is the comparison of the presented secret with the stored hashes.
+  const keyring: typeof s.keyring = {
+    ...s.keyring,
+    findClientSecret: (secret, candidates, current) => {
+      checks++;
+      return s.keyring.findClientSecret(secret, candidates, current);
     },
   };
   const auth = machineAuth({
     store: s.store,
-    keyring: s.keyring,
+    keyring,
     tokens: identityTokens(randomBytes(32)),
     caches: s.caches,
-    changes,
+    changes: s.changes,
     lockout: { maxAttempts: 3, seconds: 300 },
     now: () => clock.now,
   });

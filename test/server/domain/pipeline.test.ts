@@ -13,16 +13,24 @@ import { AppError } from '../../../server/errors.js';
 import type { AuditEvent } from '../../../storage/audit.js';
 import type { Store, TxStores } from '../../../storage/index.js';
 
-function fakes() {
+function fakes(opts: { failAppend?: boolean; logAppends?: boolean } = {}) {
   const log: string[] = [];
   const appended: AuditEvent[] = [];
   const store: Pick<Store, 'transaction'> = {
     async transaction<T>(fn: (s: TxStores) => Promise<T>): Promise<T> {
       log.push('begin');
-      const s = { tx: {}, audit: { appendMany: async (_tx: unknown, es: AuditEvent[]) => void appended.push(...es) } } as unknown as TxStores;
+      // Entries reach the trail only when the transaction commits.
+      const written: AuditEvent[] = [];
+      const appendMany = async (_tx: unknown, es: AuditEvent[]) => {
+        if (opts.failAppend) throw new AppError('UNAVAILABLE', 'audit trail unavailable');
+        if (opts.logAppends) log.push(`append ${es.map((e) => e.eventType).join(',')}`);
+        written.push(...es);
+      };
+      const s = { tx: {}, audit: { appendMany } } as unknown as TxStores;
       try {
         const out = await fn(s);
         log.push('commit');
+        appended.push(...written);
         return out;
       } catch (err) {
         log.push('rollback');
@@ -96,8 +104,97 @@ t.test('actAs names the account a change created in the entries after it', async
   t.match(appended, [{ eventType: 'admin-signup', actorType: 'user', actorId: 'new-user' }]);
 });
 
+/** A change whose body waits until `open` resolves: holds its group's transaction open. */
+function gate() {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { open, opened };
+}
+
+t.test('grouped changes queued while a group runs commit together, each under its own savepoint, entries in order', async (t) => {
+  const { log, appended, changes } = fakes({ logAppends: true });
+  const first = gate();
+  const by = (id: string) => changes.groupedByCaller({ actorType: 'identity', actorId: id }, { ip: `10.0.0.${id}` });
+  const alone = by('1').run(async ({ audit }) => {
+    await first.opened;
+    await audit({ eventType: 'login-1' });
+    return 1;
+  });
+  // Queued while the first group's transaction is open: the next group.
+  const queued = ['2', '3', '4'].map((id) =>
+    by(id).run(async ({ audit, invalidate }) => {
+      log.push(`body ${id}`);
+      await audit({ eventType: `revoke-${id}` });
+      invalidate(topics.accessToken, `t${id}`);
+      return Number(id);
+    }),
+  );
+  first.open();
+  t.same(await Promise.all([alone, ...queued]), [1, 2, 3, 4]);
+  t.same(log, [
+    'begin', 'append login-1', 'commit',
+    'begin', 'body 2', 'body 3', 'body 4', 'append revoke-2,revoke-3,revoke-4', 'commit',
+    `publish ${topics.accessToken} t2`, `publish ${topics.accessToken} t3`, `publish ${topics.accessToken} t4`,
+  ], 'three changes queued together: one transaction, one append, one commit');
+  t.match(appended.map((e) => [e.eventType, e.actorId, e.ip]), [
+    ['login-1', '1', '10.0.0.1'], ['revoke-2', '2', '10.0.0.2'], ['revoke-3', '3', '10.0.0.3'], ['revoke-4', '4', '10.0.0.4'],
+  ], 'each entry names its own change\'s actor and address');
+});
+
+t.test('a grouped change that throws rolls its group back; each change then runs alone and gets its own answer', async (t) => {
+  const { log, appended, changes } = fakes({ logAppends: true });
+  const first = gate();
+  const by = () => changes.groupedByCaller({ actorType: 'identity', actorId: 'i1' });
+  const holder = by().run(async ({ audit }) => {
+    await first.opened;
+    await audit({ eventType: 'login-0' });
+  });
+  const change = (name: string, fail = false) =>
+    by().run(async ({ audit, invalidate }) => {
+      log.push(`body ${name}`);
+      await audit({ eventType: name });
+      invalidate(topics.accessToken, name);
+      if (fail) throw new AppError('UNAUTHORIZED', 'Invalid credentials');
+      return name;
+    });
+  const ok1 = change('login-1');
+  const bad = change('login-bad', true);
+  const ok2 = change('login-2');
+  first.open();
+  await holder;
+  t.equal(await ok1, 'login-1');
+  await t.rejects(bad, { code: 'UNAUTHORIZED', message: 'Invalid credentials' });
+  t.equal(await ok2, 'login-2');
+  t.same(log.slice(3), [
+    'begin', 'body login-1', 'body login-bad', 'rollback',
+    'begin', 'body login-1', 'append login-1', 'commit', `publish ${topics.accessToken} login-1`,
+    'begin', 'body login-bad', 'append login-bad', 'rollback',
+    'begin', 'body login-2', 'append login-2', 'commit', `publish ${topics.accessToken} login-2`,
+  ], 'the group rolled back as a whole, then one transaction per change');
+  t.same(appended.map((e) => e.eventType), ['login-0', 'login-1', 'login-2'], 'the failed change wrote no entry');
+});
+
+t.test('a group whose audit append fails fails every change in it and publishes nothing', async (t) => {
+  const { log, appended, changes } = fakes({ failAppend: true });
+  const by = () => changes.groupedByCaller({ actorType: 'identity', actorId: 'i1' });
+  const results = await Promise.allSettled(
+    [1, 2, 3].map((n) =>
+      by().run(async ({ audit, invalidate }) => {
+        await audit({ eventType: `revoke-${n}` });
+        invalidate(topics.accessToken, `t${n}`);
+      }),
+    ),
+  );
+  t.same(results.map((r) => r.status), ['rejected', 'rejected', 'rejected']);
+  t.match(results, [{ reason: { code: 'UNAVAILABLE' } }, { reason: { code: 'UNAVAILABLE' } }, { reason: { code: 'UNAVAILABLE' } }]);
+  t.same(appended, []);
+  t.notOk(log.some((l) => l.startsWith('publish')), 'nothing published');
+  t.notOk(log.includes('commit'), 'nothing committed');
+});
+
 t.test('in server/, only the pipeline opens transactions and appends to the audit trail', async (t) => {
-  const root = fileURLToPath(new URL('../../../../', import.meta.url));
+  // From dist/test/... when built, from test/... when run as TypeScript (npm run test:one).
+  const root = fileURLToPath(new URL(import.meta.url.includes('/dist/test/') ? '../../../../' : '../../../', import.meta.url));
   const files: string[] = [];
   const walk = (dir: string) => {
     for (const name of readdirSync(dir)) {

@@ -1,7 +1,7 @@
 // Secrets of one project: environment switcher, folder navigation with breadcrumbs, the
 // table (values hidden until revealed), add / edit / delete / bulk paste, history with
 // restore, search by key, export.
-import { batch, createEffect, createMemo, createResource, createSignal, For, on, onMount, Show } from 'solid-js';
+import { batch, createEffect, createMemo, createResource, createSignal, For, on, onMount, Show, untrack } from 'solid-js';
 import { api, confirmationFlags, errorText, readSecret, withQuery, type Confirmation, type Folder, type ImportedFolder, type Project, type Secret, type SecretImport, type SecretVersion, type Tag } from '../api';
 import { Badge, Button, Confirm, ConfirmDelete, CopyButton, createAction, submitWith, createConfirmation, createListView, Dialog, DialogForm, Empty, ErrorText, Field, formatDate, Icon, Link, ListTable, Loaded, Pager, SearchBox, Table, TextField, useDialog, useId, valueOf } from '../components';
 import { location, navigate, rememberSecretsSearch } from '../router';
@@ -66,6 +66,12 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
     () => (env() ? { ...scope(), tag: tagFilter() } : undefined),
     ({ tag, ...q }) => api<{ secrets: Secret[] }>('GET', '/api/v4/secrets', { query: { ...q, viewSecretValue: false, tagSlugs: tag || undefined } }).then((r) => r.secrets),
   );
+  // The rows on screen are kept while the next place loads: the table names the place they
+  // came from, not the one being loaded (a table labelled "/" never shows /apps' rows).
+  const [listedPlace, setListedPlace] = createSignal('');
+  createEffect(() => {
+    if (secrets.state === 'ready') setListedPlace(untrack(() => `${env()} ${path()}`));
+  });
   const [folders, { refetch: refetchFolders }] = createResource(
     () => (env() ? scope() : undefined),
     (q) => api<{ folders: Folder[] }>('GET', '/api/v2/folders', { query: { projectId: q.projectId, environment: q.environment, path: q.secretPath } }).then((r) => r.folders),
@@ -284,7 +290,7 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
               <ListTable
                 list={list}
                 class="secrets-table"
-                label={`Secrets in ${env()} ${path()}`}
+                label={`Secrets in ${listedPlace()}`}
                 columns={['Key', 'Value', { label: 'Version', class: 'col-version' }]}
                 actions
                 pager="Secrets pages"
