@@ -230,7 +230,7 @@ export function machineAuth(deps: MachineAuthDeps) {
 
     /** Idempotent for a token of ours; from then on every request with it gets 401, on every replica. */
     async revoke(accessToken: string, origin?: Origin): Promise<void> {
-      const claims = await tokens.verify(accessToken);
+      const claims = await claimsOf(accessToken);
       await asIdentityGrouped(claims.identityId, origin).run(async ({ s, audit, invalidate }) => {
         // Revoking a token twice (ESO retries) changes nothing the second time.
         if (!(await s.identities.revokeAccessToken(claims.tokenId, claims.identityId))) return;
