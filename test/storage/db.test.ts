@@ -83,7 +83,7 @@ t.test('memory: the embedded database runs with the small buffer pool and connec
   t.teardown(() => db.close());
   t.ok(existsSync(join(dir, 'pglite', 'PG_VERSION')), 'initialised');
   const [row] = await db.sql<{ sb: string; mc: string }[]>`select current_setting('shared_buffers') as sb, current_setting('max_connections') as mc`;
-  t.same(row, { sb: '8MB', mc: '5' });
+  t.same(row, { sb: '2MB', mc: '5' });
 });
 
 t.test('the test template: a copy opens and migrates to the same database as an empty folder', async (t) => {
