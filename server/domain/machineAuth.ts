@@ -63,8 +63,11 @@ export interface MachineAuthDeps {
 export function machineAuth(deps: MachineAuthDeps) {
   const { store, keyring, tokens, caches, changes, lockout } = deps;
   const asIdentity = (identityId: string, origin?: Origin) => changes.byCaller({ actorType: 'identity', actorId: identityId }, origin);
-  // Logins and revocations (ESO's every sync) are committed in groups (see the pipeline).
-  const asIdentityGrouped = (identityId: string, origin?: Origin) => changes.groupedByCaller({ actorType: 'identity', actorId: identityId }, origin);
+  // Logins and revocations (ESO's every sync) are committed in groups (see the pipeline):
+  // an identity's logins one after another (they claim its attempt counter), a token's
+  // revocation beside them.
+  const asIdentityGrouped = (identityId: string, key: string, origin?: Origin) =>
+    changes.groupedByCaller({ actorType: 'identity', actorId: identityId }, origin ?? {}, key);
   const now = deps.now ?? Date.now;
   // Verified JWTs by their exact text: claims are immutable, so only expiry and
   // liveness (checked per request) can change. An entry (~1 KB: the token's text and
@@ -154,7 +157,7 @@ export function machineAuth(deps: MachineAuthDeps) {
       if (!ipAllowed(found.clientSecretTrustedIps, input.ip)) throw ipNotAllowed();
       const issuedAt = now();
       const tokenId = randomUUID();
-      const outcome = await asIdentityGrouped(found.identityId, { ip: input.ip }).run(async ({ s, audit }) => {
+      const outcome = await asIdentityGrouped(found.identityId, `login:${found.identityId}`, { ip: input.ip }).run(async ({ s, audit }) => {
         // Claimed before the secret is compared; the row stays locked until this
         // transaction ends, so one client's logins are checked one at a time. The
         // candidates are read in the same round trip (statements in a transaction run in order).
@@ -231,7 +234,7 @@ export function machineAuth(deps: MachineAuthDeps) {
     /** Idempotent for a token of ours; from then on every request with it gets 401, on every replica. */
     async revoke(accessToken: string, origin?: Origin): Promise<void> {
       const claims = await claimsOf(accessToken);
-      await asIdentityGrouped(claims.identityId, origin).run(async ({ s, audit, invalidate }) => {
+      await asIdentityGrouped(claims.identityId, `token:${claims.tokenId}`, origin).run(async ({ s, audit, invalidate }) => {
         // Revoking a token twice (ESO retries) changes nothing the second time.
         if (!(await s.identities.revokeAccessToken(claims.tokenId, claims.identityId))) return;
         await audit({ eventType: 'revoke-identity-access-token', metadata: { identityId: claims.identityId, accessTokenId: claims.tokenId } });

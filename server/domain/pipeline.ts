@@ -119,6 +119,8 @@ export const MAX_GROUP = 64;
 
 interface Queued {
   st: ChangeState;
+  /** See groupedByCaller. */
+  key: string;
   body: (c: Change) => Promise<unknown>;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
@@ -167,11 +169,12 @@ export function writePipeline(deps: PipelineDeps) {
 
   // Group commit: small, frequent changes (machine logins and token revocations, ESO's
   // every sync) queue while a group is in its transaction; the next group takes every
-  // change queued (up to MAX_GROUP) into one transaction. The changes run in turn, their
-  // entries are collected, and the group appends them all in one hold of the audit
+  // change queued (up to MAX_GROUP) into one transaction. The changes run (see
+  // groupedByCaller for which at the same time), their entries are collected, and the group appends them all in one hold of the audit
   // chain, in order, each still its own entry: one anchor update and one commit for the
   // group instead of one per change. A change and its entries still commit together:
-  // both are in the group's transaction.
+  // both are in the group's transaction. Entries are appended in the order the changes
+  // came, whatever order their statements ran in.
   //
   // A change that throws (rare for these: an expected refusal is a value, not an error)
   // rolls the whole group back, and then every change of the group runs again alone, in
@@ -194,21 +197,37 @@ export function writePipeline(deps: PipelineDeps) {
   class ChangeFailed extends Error {}
 
   async function runGroup(group: Queued[]): Promise<void> {
-    const values: unknown[] = [];
+    const values: unknown[] = new Array(group.length);
     try {
       await store.transaction(async (s) => {
-        const entries: AuditEvent[] = [];
-        for (const q of group) {
-          try {
-            values.push(await q.body(changeFor(s, q.st, async (events) => void entries.push(...events))));
-            checkAudited(q.st);
-          } catch (error) {
-            // Alone, the error is the change's own answer; in a group, see runAlone.
-            throw group.length === 1 ? error : new ChangeFailed();
-          }
-        }
+        const entries: AuditEvent[][] = group.map(() => []);
+        // Changes with the same key run one after another, in queue order; the others
+        // run at the same time, their statements sent together on the group's connection.
+        const chains = new Map<string, Promise<void>>();
+        let broken = false; // once a change has failed, the group rolls back: the rest need not run
+        const runs = group.map((q, n) => {
+          const run = async () => {
+            if (broken) return;
+            try {
+              values[n] = await q.body(changeFor(s, q.st, async (events) => void entries[n]!.push(...events)));
+              checkAudited(q.st);
+            } catch (error) {
+              broken = true;
+              throw error;
+            }
+          };
+          const after = chains.get(q.key);
+          const p = after === undefined ? run() : after.then(run, run);
+          chains.set(q.key, p.catch(() => {}));
+          return p;
+        });
+        // Every change is awaited (none is left running) before the group decides.
+        const settled = await Promise.allSettled(runs);
+        const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+        // Alone, the error is the change's own answer; in a group, see runAlone.
+        if (failed) throw group.length === 1 ? failed.reason : new ChangeFailed();
         const started = performance.now();
-        await s.audit.appendMany(s.tx, entries);
+        await s.audit.appendMany(s.tx, entries.flat());
         const seconds = (performance.now() - started) / 1000;
         for (const q of group) if (q.st.events.length > 0) q.st.auditAppendSeconds.push(seconds);
       });
@@ -229,11 +248,11 @@ export function writePipeline(deps: PipelineDeps) {
     await grant(q.st.actor, q.st.origin).run(q.body).then(q.resolve, q.reject);
   }
 
-  function grouped(actor: AuditActor, origin: Origin): Grant {
+  function grouped(actor: AuditActor, origin: Origin, key: string): Grant {
     return {
       run<T>(body: (c: Change) => Promise<T>): Promise<T> {
         return new Promise<T>((resolve, reject) => {
-          queue.push({ st: changeState(actor, origin), body, resolve: resolve as (v: unknown) => void, reject });
+          queue.push({ st: changeState(actor, origin), key, body, resolve: resolve as (v: unknown) => void, reject });
           if (!draining) void drain();
         });
       },
@@ -264,10 +283,14 @@ export function writePipeline(deps: PipelineDeps) {
     /**
      * As byCaller, committed with other such changes in one transaction (see drain):
      * for small, frequent changes whose body is a few statements (logins, revocations).
-     * A body must not wait on anything but its own statements: the group waits for it.
+     * In a group, changes with the same `key` run one after another in the order they
+     * came, and changes with different keys at the same time: the key names what a
+     * change locks or counts (a login: its identity's attempt counter), so two changes
+     * that could see each other's writes never interleave. A body must not wait on
+     * anything but its own statements: the group waits for it.
      */
-    groupedByCaller(actor: AuditActor, origin: Origin = {}): Grant {
-      return grouped(actor, origin);
+    groupedByCaller(actor: AuditActor, origin: Origin, key: string): Grant {
+      return grouped(actor, origin, key);
     },
   };
 }

@@ -111,10 +111,10 @@ function gate() {
   return { open, opened };
 }
 
-t.test('grouped changes queued while a group runs commit together, each under its own savepoint, entries in order', async (t) => {
+t.test('grouped changes queued while a group runs commit together, entries in order', async (t) => {
   const { log, appended, changes } = fakes({ logAppends: true });
   const first = gate();
-  const by = (id: string) => changes.groupedByCaller({ actorType: 'identity', actorId: id }, { ip: `10.0.0.${id}` });
+  const by = (id: string) => changes.groupedByCaller({ actorType: 'identity', actorId: id }, { ip: `10.0.0.${id}` }, 'one key');
   const alone = by('1').run(async ({ audit }) => {
     await first.opened;
     await audit({ eventType: 'login-1' });
@@ -144,7 +144,7 @@ t.test('grouped changes queued while a group runs commit together, each under it
 t.test('a grouped change that throws rolls its group back; each change then runs alone and gets its own answer', async (t) => {
   const { log, appended, changes } = fakes({ logAppends: true });
   const first = gate();
-  const by = () => changes.groupedByCaller({ actorType: 'identity', actorId: 'i1' });
+  const by = () => changes.groupedByCaller({ actorType: 'identity', actorId: 'i1' }, {}, 'one key');
   const holder = by().run(async ({ audit }) => {
     await first.opened;
     await audit({ eventType: 'login-0' });
@@ -174,9 +174,39 @@ t.test('a grouped change that throws rolls its group back; each change then runs
   t.same(appended.map((e) => e.eventType), ['login-0', 'login-1', 'login-2'], 'the failed change wrote no entry');
 });
 
+t.test('in a group, changes with another key run at the same time; with the same key, one after another; entries in queue order', async (t) => {
+  const { log, appended, changes } = fakes({ logAppends: true });
+  const first = gate();
+  const by = (key: string) => changes.groupedByCaller({ actorType: 'identity', actorId: 'i1' }, {}, key);
+  const holder = by('h').run(async () => first.opened);
+  // a1 waits for b to start: were the group one change after another, it would never end.
+  const bStarted = gate();
+  const a1 = by('a').run(async ({ audit }) => {
+    log.push('a1 start');
+    await bStarted.opened;
+    await audit({ eventType: 'a1' });
+    log.push('a1 end');
+  });
+  const b = by('b').run(async ({ audit }) => {
+    log.push('b start');
+    bStarted.open();
+    await audit({ eventType: 'b' });
+  });
+  const a2 = by('a').run(async ({ audit }) => {
+    log.push('a2 start');
+    await audit({ eventType: 'a2' });
+  });
+  first.open();
+  await Promise.all([holder, a1, b, a2]);
+  t.ok(log.indexOf('b start') < log.indexOf('a1 end'), 'b ran while a1 was under way');
+  t.ok(log.indexOf('a1 end') < log.indexOf('a2 start'), 'a2 started only once a1 had ended');
+  t.same(appended.map((e) => e.eventType), ['a1', 'b', 'a2'], 'entries in the order the changes came');
+  t.equal(log.filter((l) => l === 'commit').length, 2, 'the holder alone, then one group');
+});
+
 t.test('a group whose audit append fails fails every change in it and publishes nothing', async (t) => {
   const { log, appended, changes } = fakes({ failAppend: true });
-  const by = () => changes.groupedByCaller({ actorType: 'identity', actorId: 'i1' });
+  const by = () => changes.groupedByCaller({ actorType: 'identity', actorId: 'i1' }, {}, 'one key');
   const results = await Promise.allSettled(
     [1, 2, 3].map((n) =>
       by().run(async ({ audit, invalidate }) => {

@@ -66,7 +66,7 @@ for (const backend of BACKENDS) {
       maxExpiresAt: new Date(Date.now() + 60_000),
     });
     const write = (id: string, fail?: 'throw' | 'sql') =>
-      changes.groupedByCaller(actor).run(async ({ s, audit }) => {
+      changes.groupedByCaller(actor, {}, 'group test').run(async ({ s, audit }) => {
         if (id === ids[0]) await held;
         await s.identities.insertAccessToken(token(id));
         await audit({ eventType: 'group-test', metadata: { id } });
