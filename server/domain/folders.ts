@@ -6,7 +6,7 @@ import type { EnvironmentRow } from '../../storage/projects.js';
 import { AppError } from '../errors.js';
 import { isUuid, maySecrets, requireSecrets, unrestrictedFor, type AccessControl, type Actor, type ProjectAccess, type ProjectRef, type SecretAction, type SystemActor } from './access.js';
 import { topics } from './caches.js';
-import { auditCascade, refuseUnlessForced, takenMeanwhile, type ForceOptions } from './cascade.js';
+import { removeWithSecrets, takenMeanwhile, type ForceOptions } from './cascade.js';
 import { normaliseSecretPath } from './paths.js';
 import type { Origin, WritePipeline } from './pipeline.js';
 import { folderNotFound } from './snapshots.js';
@@ -180,16 +180,12 @@ export function foldersDomain(deps: FoldersDeps) {
         const { folder: target, subtree } = await childOf(s, env, parentPath, input.folder);
         // Everything below goes too.
         requireAll(grant.access, 'delete', env, (await s.folders.subtree(env.id, target.path)).map((f) => f.path));
-        const secrets = await s.secrets.inventoryOfFolders(subtree);
-        refuseUnlessForced(secrets, input, `Folder '${target.path}'`);
-        await s.folders.remove(target.id);
-        await auditCascade(audit, project.id, () => env.slug, secrets, 'delete-folder');
-        await audit({
-          eventType: 'delete-folder',
-          projectId: project.id,
-          environment: env.slug,
-          secretPath: target.path,
-          metadata: { folderId: target.id, secretsDeleted: secrets.length },
+        await removeWithSecrets(audit, {
+          secrets: await s.secrets.inventoryOfFolders(subtree),
+          opts: input,
+          what: `Folder '${target.path}'`,
+          remove: () => s.folders.remove(target.id),
+          entry: { eventType: 'delete-folder', projectId: project.id, environment: env.slug, secretPath: target.path, metadata: { folderId: target.id } },
         });
         invalidate(topics.environment, env.id);
         return target;
