@@ -11,7 +11,7 @@
 // Forms
 //   Field         a labelled control with hint and error
 //   TextField     a text input in a Field, tied to its label
-//   NewPasswordFields  a new password and its confirmation
+//   NewPasswordFields  a new password and its confirmation (createNewPassword: their state)
 //   SearchBox     a search input with a hidden label
 //   createAction  busy and error of what a form or button does (submitWith: as a form's onSubmit)
 //   useId         an id to tie a label or message to its control
@@ -49,7 +49,7 @@ export { Field } from './Field';
 export { formatDate } from './format';
 export { Icon } from './Icon';
 export { Link } from './Link';
-export { NewPasswordFields } from './NewPasswordFields';
+export { createNewPassword, NewPasswordFields, type NewPassword } from './NewPasswordFields';
 export { ListPager } from './ListPager';
 export { ListTable } from './ListTable';
 export { createListView, type ListView } from './listView';
