@@ -1,7 +1,7 @@
 // Secrets of one project: environment switcher, folder navigation with breadcrumbs, the
 // table (values hidden until revealed), add / edit / delete / bulk paste, history with
 // restore, search by key, export.
-import { batch, createEffect, createMemo, createResource, createSignal, For, on, onMount, Show, untrack } from 'solid-js';
+import { batch, createEffect, createMemo, createResource, createSignal, For, on, onMount, Show, untrack, type JSX, type Resource } from 'solid-js';
 import { api, confirmationFlags, errorText, readSecret, withQuery, type Confirmation, type Folder, type ImportedFolder, type Project, type Secret, type SecretImport, type SecretVersion, type Tag } from '../api';
 import { Badge, Button, Confirm, ConfirmDelete, CopyButton, createAction, submitWith, createConfirmation, createListView, Dialog, DialogForm, Empty, ErrorText, Field, formatDate, Icon, Link, ListTable, Loaded, Pager, SearchBox, Table, TextField, useDialog, useId, valueOf } from '../components';
 import { location, navigate, rememberSecretsSearch } from '../router';
@@ -234,48 +234,50 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
           </span>
         </div>
 
-        <ErrorText message={folders.error && !secrets.error ? errorText(folders.error) : undefined} />
-        <Show when={(valueOf(folders) ?? []).length > 0}>
-          <ul class="folders" aria-label="Folders">
-            <For each={[...(valueOf(folders) ?? [])].sort((a, b) => a.name.localeCompare(b.name))}>
-              {(f) => (
-                <li class="folder-row">
-                  <Link href={withQuery(`/projects/${props.project.id}/secrets`, { env: env(), path: normalisePath(`${path()}/${f.name}`) })} class="folder-link">
-                    <Icon name="folder" /> <span class="mono">{f.name}</span>
-                  </Link>
-                  <button type="button" class="icon-btn" aria-label={`Delete folder ${f.name}`} title="Delete folder" onClick={() => setDeletingFolder(f)}>
-                    <Icon name="trash" />
-                  </button>
-                </li>
-              )}
-            </For>
-          </ul>
-        </Show>
-
-        <ErrorText message={imports.error && !secrets.error ? errorText(imports.error) : undefined} />
-        <Show when={(valueOf(imports) ?? []).length > 0}>
-          <section class="imports" aria-label="Imports">
-            <h3 class="small muted-text">Imported, in order (a key of this folder wins; among imports, the last one holding a key)</h3>
-            <ul class="folders">
-              <For each={valueOf(imports)}>
-                {(i) => (
-                  <li class="folder-row" data-import={`${i.importEnv.slug}:${i.importPath}`}>
-                    <span>
-                      <Badge>{i.position}</Badge> <strong>{i.importEnv.slug}</strong> <span class="mono">{i.importPath}</span>{' '}
-                      <span class="muted-text small">
-                        {i.keys === undefined ? 'not readable or missing' : i.keys.length === 0 ? 'no secrets' : `${i.keys.length} secret${i.keys.length === 1 ? '' : 's'}: `}
-                        <span class="mono">{(i.keys ?? []).slice(0, 12).join(', ')}{(i.keys?.length ?? 0) > 12 ? ', …' : ''}</span>
-                      </span>
-                    </span>
-                    <button type="button" class="icon-btn" aria-label={`Remove import ${i.importEnv.slug} ${i.importPath}`} title="Remove import" onClick={() => setRemovingImport(i)}>
+        <BesideSecrets of={folders} secrets={secrets}>
+          {(rows) => (
+            <ul class="folders" aria-label="Folders">
+              <For each={[...rows()].sort((a, b) => a.name.localeCompare(b.name))}>
+                {(f) => (
+                  <li class="folder-row">
+                    <Link href={withQuery(`/projects/${props.project.id}/secrets`, { env: env(), path: normalisePath(`${path()}/${f.name}`) })} class="folder-link">
+                      <Icon name="folder" /> <span class="mono">{f.name}</span>
+                    </Link>
+                    <button type="button" class="icon-btn" aria-label={`Delete folder ${f.name}`} title="Delete folder" onClick={() => setDeletingFolder(f)}>
                       <Icon name="trash" />
                     </button>
                   </li>
                 )}
               </For>
             </ul>
-          </section>
-        </Show>
+          )}
+        </BesideSecrets>
+
+        <BesideSecrets of={imports} secrets={secrets}>
+          {(rows) => (
+            <section class="imports" aria-label="Imports">
+              <h3 class="small muted-text">Imported, in order (a key of this folder wins; among imports, the last one holding a key)</h3>
+              <ul class="folders">
+                <For each={rows()}>
+                  {(i) => (
+                    <li class="folder-row" data-import={`${i.importEnv.slug}:${i.importPath}`}>
+                      <span>
+                        <Badge>{i.position}</Badge> <strong>{i.importEnv.slug}</strong> <span class="mono">{i.importPath}</span>{' '}
+                        <span class="muted-text small">
+                          {i.keys === undefined ? 'not readable or missing' : i.keys.length === 0 ? 'no secrets' : `${i.keys.length} secret${i.keys.length === 1 ? '' : 's'}: `}
+                          <span class="mono">{(i.keys ?? []).slice(0, 12).join(', ')}{(i.keys?.length ?? 0) > 12 ? ', …' : ''}</span>
+                        </span>
+                      </span>
+                      <button type="button" class="icon-btn" aria-label={`Remove import ${i.importEnv.slug} ${i.importPath}`} title="Remove import" onClick={() => setRemovingImport(i)}>
+                        <Icon name="trash" />
+                      </button>
+                    </li>
+                  )}
+                </For>
+              </ul>
+            </section>
+          )}
+        </BesideSecrets>
 
         <Loaded
           of={secrets}
@@ -451,6 +453,20 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
 }
 
 type Scope = { projectId: string; environment: string; secretPath: string };
+
+/**
+ * What a folder holds besides its secrets (sub-folders, imports): the list's own error
+ * (unless the secrets' error already says it), then the list once it has rows.
+ */
+function BesideSecrets<T>(props: { of: Resource<T[]>; secrets: Resource<unknown>; children: (rows: () => T[]) => JSX.Element }) {
+  const rows = () => valueOf(props.of) ?? [];
+  return (
+    <>
+      <ErrorText message={props.of.error && !props.secrets.error ? errorText(props.of.error) : undefined} />
+      <Show when={rows().length > 0}>{(_shown) => props.children(rows)}</Show>
+    </>
+  );
+}
 
 const PROTECTED_KEY = 'This key is marked as never changing: consumers may break if it changes. Confirm again to do it anyway.';
 
