@@ -4,6 +4,7 @@
 //   Link          a link inside the app (navigates without a reload)
 //   Button        a button: variants, sizes, `busy`
 //   Icon          the line icons
+//   IconButton    a button that shows only an icon (its label for screen readers)
 //   Badge         a small label in a tone
 //   Loading       a spinner with a label
 //   Empty         what an empty list says instead
@@ -48,6 +49,7 @@ export { ErrorText } from './ErrorText';
 export { Field } from './Field';
 export { formatDate } from './format';
 export { Icon } from './Icon';
+export { IconButton } from './IconButton';
 export { Link } from './Link';
 export { createNewPassword, NewPasswordFields, type NewPassword } from './NewPasswordFields';
 export { ListPager } from './ListPager';
