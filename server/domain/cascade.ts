@@ -3,7 +3,7 @@
 import type { SecretInventoryRow } from '../../storage/secrets.js';
 import { isUniqueViolation } from '../../storage/errors.js';
 import { AppError } from '../errors.js';
-import type { Change } from './pipeline.js';
+import type { AuditEntry, Change } from './pipeline.js';
 import { IMMUTABLE_OVERRIDE, REQUIRES_FORCE, REQUIRES_OVERRIDE } from './secrets.js';
 
 export interface ForceOptions {
@@ -54,6 +54,29 @@ export async function auditCascade(
       metadata: { cascade, ...(x.immutable ? IMMUTABLE_OVERRIDE : {}) },
     });
   }
+}
+
+/**
+ * A delete that takes secrets along, in its transaction: refused unless forced, then
+ * `remove`, one `delete-secret` entry per secret it took, and the delete's own `entry`
+ * with `secretsDeleted` added to its metadata.
+ */
+export async function removeWithSecrets(
+  audit: Change['audit'],
+  d: {
+    secrets: readonly SecretInventoryRow[];
+    opts: ForceOptions;
+    /** How the refusal names what would be deleted ("Folder '/apps'"). */
+    what: string;
+    remove: () => Promise<unknown>;
+    entry: AuditEntry & { eventType: 'delete-environment' | 'delete-folder'; projectId: string; environment: string; metadata: Record<string, string> };
+  },
+) {
+  refuseUnlessForced(d.secrets, d.opts, d.what);
+  await d.remove();
+  const { entry } = d;
+  await auditCascade(audit, entry.projectId, () => entry.environment, d.secrets, entry.eventType);
+  await audit({ ...entry, metadata: { ...entry.metadata, secretsDeleted: d.secrets.length } });
 }
 
 /**

@@ -3,7 +3,7 @@ import type { EnvironmentRow, ProjectRecord } from '../../storage/projects.js';
 import { AppError } from '../errors.js';
 import { isUuid, type Actor, type ProjectRef, type SystemActor } from './access.js';
 import { topics } from './caches.js';
-import { auditCascade, refuseUnlessForced, type ForceOptions } from './cascade.js';
+import { removeWithSecrets, type ForceOptions } from './cascade.js';
 import type { Origin, WritePipeline } from './pipeline.js';
 import { projectGone, validateSlug } from './projects.js';
 import { validateName } from './text.js';
@@ -86,15 +86,12 @@ export function environmentsDomain(deps: EnvironmentsDeps) {
         // The slug as locked, not as cached: the audit names what was deleted.
         const current = (await s.projects.byId(project.id))!.environments.find((e) => e.id === env.id);
         if (!current) throw environmentGone(project, envId);
-        const secrets = await s.secrets.inventoryOfFolders(await s.folders.lockEnvironments([env.id]));
-        refuseUnlessForced(secrets, opts, `Environment '${current.slug}'`);
-        await s.projects.removeEnvironment(env.id);
-        await auditCascade(audit, project.id, () => current.slug, secrets, 'delete-environment');
-        await audit({
-          eventType: 'delete-environment',
-          projectId: project.id,
-          environment: current.slug,
-          metadata: { environmentId: env.id, secretsDeleted: secrets.length },
+        await removeWithSecrets(audit, {
+          secrets: await s.secrets.inventoryOfFolders(await s.folders.lockEnvironments([env.id])),
+          opts,
+          what: `Environment '${current.slug}'`,
+          remove: () => s.projects.removeEnvironment(env.id),
+          entry: { eventType: 'delete-environment', projectId: project.id, environment: current.slug, metadata: { environmentId: env.id } },
         });
         invalidate(topics.project, project.id);
         invalidate(topics.environment, env.id);

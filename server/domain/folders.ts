@@ -6,7 +6,7 @@ import type { EnvironmentRow } from '../../storage/projects.js';
 import { AppError } from '../errors.js';
 import { isUuid, maySecrets, requireSecrets, unrestrictedFor, type AccessControl, type Actor, type ProjectAccess, type ProjectRef, type SecretAction, type SystemActor } from './access.js';
 import { topics } from './caches.js';
-import { auditCascade, refuseUnlessForced, takenMeanwhile, type ForceOptions } from './cascade.js';
+import { removeWithSecrets, takenMeanwhile, type ForceOptions } from './cascade.js';
 import { normaliseSecretPath } from './paths.js';
 import type { Origin, WritePipeline } from './pipeline.js';
 import { folderNotFound } from './snapshots.js';
@@ -63,6 +63,27 @@ async function childOf(s: TxStores, env: EnvironmentRow, parentPath: string, idO
   return { folder, subtree };
 }
 
+/**
+ * The folder at `path` whose contents a listing describes (its sub-folders, its imports),
+ * with the caller's read scope: 403 before the look-up when the caller may not describe
+ * what is there (a folder outside the scope answers the same whether or not it exists),
+ * then 404 when it does not exist.
+ */
+export async function folderToDescribe(
+  access: Pick<AccessControl, 'authorize' | 'environment'>,
+  folders: Pick<Store['folders'], 'byPath'>,
+  actor: Actor | SystemActor,
+  w: { project: ProjectRef; environment: string; path?: string },
+) {
+  const { project, access: scope } = await access.authorize(actor, w.project, 'secrets:read');
+  const env = access.environment(project, w.environment);
+  const path = normaliseSecretPath(w.path);
+  requireSecrets(scope, 'describe', env.slug, path);
+  const folder = await folders.byPath(env.id, path);
+  if (!folder) throw folderNotFound(path, env);
+  return { project, scope, env, path, folder };
+}
+
 export interface FoldersDeps {
   store: { folders: Pick<Store['folders'], 'byPath' | 'children' | 'subtree'> };
   access: Pick<AccessControl, 'authorize' | 'environment'>;
@@ -91,13 +112,8 @@ export function foldersDomain(deps: FoldersDeps) {
   return {
     /** The direct sub-folders of the folder at `path`, or with `recursive` every folder below it. */
     async list(actor: Actor | SystemActor, input: { project: ProjectRef; environment: string; path?: string; recursive?: boolean }): Promise<FolderRow[]> {
-      const { project, access: scope } = await access.authorize(actor, input.project, 'secrets:read');
-      const env = access.environment(project, input.environment);
-      const path = normaliseSecretPath(input.path);
-      // Before the look-up, and folders outside the caller's scope are neither listed nor counted.
-      requireSecrets(scope, 'describe', env.slug, path);
-      const folder = await store.folders.byPath(env.id, path);
-      if (!folder) throw folderNotFound(path, env);
+      const { scope, env, path, folder } = await folderToDescribe(access, store.folders, actor, input);
+      // Folders outside the caller's scope are neither listed nor counted.
       const found = input.recursive ? (await store.folders.subtree(env.id, path)).filter((f) => f.id !== folder.id) : await store.folders.children(folder.id);
       return unrestrictedFor(scope, 'describe') ? found : found.filter((f) => maySecrets(scope, 'describe', env.slug, f.path));
     },
@@ -180,16 +196,12 @@ export function foldersDomain(deps: FoldersDeps) {
         const { folder: target, subtree } = await childOf(s, env, parentPath, input.folder);
         // Everything below goes too.
         requireAll(grant.access, 'delete', env, (await s.folders.subtree(env.id, target.path)).map((f) => f.path));
-        const secrets = await s.secrets.inventoryOfFolders(subtree);
-        refuseUnlessForced(secrets, input, `Folder '${target.path}'`);
-        await s.folders.remove(target.id);
-        await auditCascade(audit, project.id, () => env.slug, secrets, 'delete-folder');
-        await audit({
-          eventType: 'delete-folder',
-          projectId: project.id,
-          environment: env.slug,
-          secretPath: target.path,
-          metadata: { folderId: target.id, secretsDeleted: secrets.length },
+        await removeWithSecrets(audit, {
+          secrets: await s.secrets.inventoryOfFolders(subtree),
+          opts: input,
+          what: `Folder '${target.path}'`,
+          remove: () => s.folders.remove(target.id),
+          entry: { eventType: 'delete-folder', projectId: project.id, environment: env.slug, secretPath: target.path, metadata: { folderId: target.id } },
         });
         invalidate(topics.environment, env.id);
         return target;

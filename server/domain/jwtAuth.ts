@@ -18,6 +18,7 @@ import type { JwtAuthRow, JwtAuthSettings, TokenAuthMethod } from '../../storage
 import { AppError } from '../errors.js';
 import { isUuid, requireOrgAdmin, type Actor, type SystemActor } from './access.js';
 import { topics } from './caches.js';
+import { globMatch } from './glob.js';
 import { existingIdentity, MAX_TTL_SECONDS } from './identities.js';
 import { isCertificate, parseFetchUrl, parsePublicKey, type KeySources } from './jwtKeys.js';
 import type { LoginResult, MachineAuth } from './machineAuth.js';
@@ -72,26 +73,6 @@ export const policyList = (text: string) =>
     .map((v) => v.trim())
     .filter((v) => v !== '')
     .join(', ');
-
-/**
- * Exact, or a glob: `**` matches anything, `*` anything but `/`, `?` one character but
- * `/` (picomatch's meaning of the three, which Infisical uses).
- */
-export function globMatch(value: string, pattern: string): boolean {
-  if (value === pattern) return true;
-  if (!/[*?]/.test(pattern)) return false;
-  let re = '';
-  for (let i = 0; i < pattern.length; i++) {
-    const c = pattern[i]!;
-    if (c === '*' && pattern[i + 1] === '*') {
-      re += '.*';
-      i++;
-    } else if (c === '*') re += '[^/]*';
-    else if (c === '?') re += '[^/]';
-    else re += c.replace(/[\\^$.|+()[\]{}]/g, '\\$&');
-  }
-  return new RegExp(`^${re}$`, 's').test(value);
-}
 
 /** A claim's value against one policy entry (Infisical: booleans and numbers compare as such, lists by any entry). */
 function claimMatches(value: unknown, policy: string): boolean {

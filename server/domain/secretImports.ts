@@ -10,6 +10,7 @@ import { isUuid, mayReadSecrets, requireSecrets, type AccessControl, type Actor,
 import { topics, type Caches } from './caches.js';
 import { normaliseSecretPath } from './paths.js';
 import type { Origin, ProjectGrant, WritePipeline } from './pipeline.js';
+import { folderToDescribe } from './folders.js';
 import { folderForWrite } from './secrets.js';
 import { folderNotFound } from './snapshots.js';
 
@@ -155,13 +156,7 @@ export function secretImportsDomain(deps: SecretImportsDeps) {
     },
 
     async list(actor: Actor | SystemActor, w: Where): Promise<SecretImportView[]> {
-      const { project, access: scope } = await access.authorize(actor, w.project, 'secrets:read');
-      const env = access.environment(project, w.environment);
-      const path = normaliseSecretPath(w.path);
-      // Before the look-up: a folder outside the caller's scope answers the same whether or not it exists.
-      requireSecrets(scope, 'describe', env.slug, path);
-      const folder = await store.folders.byPath(env.id, path);
-      if (!folder) throw folderNotFound(path, env);
+      const { project, scope, folder } = await folderToDescribe(access, store.folders, actor, w);
       const rows = await store.secretImports.byFolder(folder.id);
       // As the lists (include_imports): an import whose source the caller may not read is
       // left out entirely (its path names a folder outside the scope), and the positions

@@ -6,10 +6,9 @@ import type { EnvironmentRow, ProjectRecord } from '../../storage/projects.js';
 import type { SecretVersionRow } from '../../storage/secrets.js';
 import { AppError } from '../errors.js';
 import { auditActor, isUuid, maySecrets, type AccessControl, type Actor, type ProjectAccess, type SecretAction, type SystemActor } from './access.js';
-import { topics } from './caches.js';
 import type { Origin, WritePipeline } from './pipeline.js';
 import { openSealed, sealVersion, sealedItems, valuesAndComments, versionRow } from './sealed.js';
-import { IMMUTABLE_OVERRIDE, REQUIRES_OVERRIDE, secretView, type SecretView } from './secrets.js';
+import { IMMUTABLE_OVERRIDE, REQUIRES_OVERRIDE, secretView, secretWritten, type SecretView } from './secrets.js';
 
 /** One version of a secret, opened, for the version history. */
 export interface SecretVersionView {
@@ -120,17 +119,12 @@ export function secretVersionsDomain(deps: SecretVersionsDeps) {
         const at = { projectId: project.id, environmentId: env.id, folderId: cur.folderId, secretId: cur.id, key: old.key, version: next };
         const { valueBlob, commentBlob, dataKeyId } = await sealVersion(crypto, s, project, at, value, comment);
         const row = await s.secrets.update({ id: cur.id, key: old.key, version: next, valueBlob, commentBlob, dataKeyId, ...auditActor(actor) });
-        await s.folders.bumpVersion(cur.folderId);
-        await audit({
+        await secretWritten({ s, audit, invalidate }, { project, env, path: loc.folderPath, folderId: cur.folderId }, {
           eventType: 'restore-secret-version',
-          projectId: project.id,
-          environment: env.slug,
-          secretPath: loc.folderPath,
           secretKey: old.key,
           secretVersion: next,
           metadata: { restoredFrom: old.version, ...(old.key !== cur.key ? { renamedFrom: cur.key } : {}), ...(cur.immutable ? IMMUTABLE_OVERRIDE : {}) },
         });
-        invalidate(topics.environment, env.id);
         return { row, value, comment };
       });
       return secretView(project, env, result.row, loc.folderPath, result.value, result.comment);

@@ -13,7 +13,7 @@ import { AppError } from '../errors.js';
 import { auditActor, maySecrets, mayReadSecrets, requireSecrets, unrestrictedFor, type AccessControl, type Actor, type ProjectAccess, type ProjectRef, type SecretAction, type SystemActor } from './access.js';
 import { topics, type FolderSnapshot } from './caches.js';
 import { normaliseSecretPath } from './paths.js';
-import type { Origin, WritePipeline } from './pipeline.js';
+import type { AuditEntry, Change, Origin, WritePipeline } from './pipeline.js';
 import { expandReferences, targetId, type ReferenceTarget } from './references.js';
 import { currentRow, versionRow, openSealed, renderSealed, sealMany, sealVersion, sealedItems, secretAad, valuesAndComments, type RenderedSealed } from './sealed.js';
 import { folderNotFound, type FolderSnapshots } from './snapshots.js';
@@ -121,6 +121,29 @@ export async function folderForWrite(s: Pick<TxStores, 'folders'>, env: Environm
   const folder = await s.folders.byPathForWrite(env.id, path);
   if (!folder) throw folderNotFound(path, env);
   return folder;
+}
+
+/**
+ * The end of every write to one secret, in its transaction: the folder's version moves
+ * (cached snapshots of it are stale), one audit entry names the secret (never its value),
+ * and every replica drops the environment's cached folders once the change commits.
+ */
+export async function secretWritten(
+  c: { s: Pick<TxStores, 'folders'>; audit: Change['audit']; invalidate: Change['invalidate'] },
+  at: { project: ProjectRecord; env: EnvironmentRow; path: string; folderId: string },
+  entry: { eventType: string; secretKey: string; secretVersion: number; metadata?: AuditEntry['metadata'] },
+) {
+  await c.s.folders.bumpVersion(at.folderId);
+  await c.audit({
+    eventType: entry.eventType,
+    projectId: at.project.id,
+    environment: at.env.slug,
+    secretPath: at.path,
+    secretKey: entry.secretKey,
+    secretVersion: entry.secretVersion,
+    ...(entry.metadata ? { metadata: entry.metadata } : {}),
+  });
+  c.invalidate(topics.environment, at.env.id);
 }
 
 /** The secret `key` of the folder at `path`, locked for the rest of the transaction (404 when absent). */
@@ -603,17 +626,12 @@ export function secretsDomain(deps: SecretsDeps) {
           ...auditActor(actor),
         });
         if (tags.length > 0) await s.secretTags.setLinks(id, tags.map((t) => t.id));
-        await s.folders.bumpVersion(folder.id);
-        await audit({
+        await secretWritten({ s, audit, invalidate }, { project, env, path, folderId: folder.id }, {
           eventType: 'create-secret',
-          projectId: project.id,
-          environment: env.slug,
-          secretPath: path,
           secretKey: key,
           secretVersion: 1,
-          ...(tags.length > 0 ? { metadata: { tags: tags.map((t) => t.slug).join(',') } } : {}),
+          metadata: tags.length > 0 ? { tags: tags.map((t) => t.slug).join(',') } : undefined,
         });
-        invalidate(topics.environment, env.id);
         return { inserted, tags };
       });
       return withTagRows(secretView(project, env, row.inserted, path, input.value, input.comment ?? ''), row.tags);
@@ -650,12 +668,8 @@ export function secretsDomain(deps: SecretsDeps) {
           ...auditActor(actor),
         });
         if (input.tagIds) await s.secretTags.setLinks(cur.id, tags.map((t) => t.id));
-        await s.folders.bumpVersion(folder.id);
-        await audit({
+        await secretWritten({ s, audit, invalidate }, { project, env, path, folderId: folder.id }, {
           eventType: 'update-secret',
-          projectId: project.id,
-          environment: env.slug,
-          secretPath: path,
           secretKey: newKey,
           secretVersion: version,
           metadata: {
@@ -664,7 +678,6 @@ export function secretsDomain(deps: SecretsDeps) {
             ...(input.tagIds ? { tags: tags.map((t) => t.slug).join(',') } : {}),
           },
         });
-        invalidate(topics.environment, env.id);
         return { row, value, comment, tags };
       });
       return withTagRows(secretView(project, env, result.row, path, result.value, result.comment), result.tags);
@@ -682,17 +695,12 @@ export function secretsDomain(deps: SecretsDeps) {
         const { values, comments } = await open(project, env, [cur]);
         const tags = await currentTags(s, project, cur.id);
         await s.secrets.remove(cur.id);
-        await s.folders.bumpVersion(folder.id);
-        await audit({
+        await secretWritten({ s, audit, invalidate }, { project, env, path, folderId: folder.id }, {
           eventType: 'delete-secret',
-          projectId: project.id,
-          environment: env.slug,
-          secretPath: path,
           secretKey: key,
           secretVersion: cur.version,
-          ...(cur.immutable ? { metadata: IMMUTABLE_OVERRIDE } : {}),
+          metadata: cur.immutable ? IMMUTABLE_OVERRIDE : undefined,
         });
-        invalidate(topics.environment, env.id);
         return { row: cur, value: values[0]!, comment: comments[0]!, tags };
       });
       return withTagRows(secretView(project, env, result.row, path, result.value, result.comment), result.tags);
@@ -709,10 +717,8 @@ export function secretsDomain(deps: SecretsDeps) {
       return grant.run(async ({ s, audit, invalidate }) => {
         const { folder, cur } = await lockSecret(s, env, path, key);
         if (!(await s.secrets.markImmutable(cur.id))) return false;
-        // Cached snapshots carry the flag.
-        await s.folders.bumpVersion(folder.id);
-        await audit({ eventType: 'protect-secret', projectId: project.id, environment: env.slug, secretPath: path, secretKey: key, secretVersion: cur.version });
-        invalidate(topics.environment, env.id);
+        // Cached snapshots carry the flag: the folder's version moves with it.
+        await secretWritten({ s, audit, invalidate }, { project, env, path, folderId: folder.id }, { eventType: 'protect-secret', secretKey: key, secretVersion: cur.version });
         return true;
       });
     },

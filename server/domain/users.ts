@@ -13,7 +13,7 @@ import type { UserSessionTokens } from '../auth/tokens.js';
 import { AppError } from '../errors.js';
 import { isUuid, requireOrgAdmin, type Actor, type SystemActor } from './access.js';
 import { topics } from './caches.js';
-import type { Change, Origin, WritePipeline } from './pipeline.js';
+import type { Change, Grant, Origin, WritePipeline } from './pipeline.js';
 import { CONTROL_CHARACTER, LONE_SURROGATE, validateName } from './text.js';
 
 export interface UserActor {
@@ -164,6 +164,23 @@ export async function usersDomain(deps: UsersDeps) {
     const ids = await c.s.users.deleteSessionsOf(userId);
     for (const id of ids) c.invalidate(topics.userSession, id);
     return ids.length;
+  }
+
+  type Target = Awaited<ReturnType<typeof lockTarget>>;
+
+  /**
+   * The superadmin's change to one person, in one transaction: locked, changed by `apply`,
+   * with `endsSessions` every session of theirs ended (on every replica), and one audit
+   * entry naming them; answers the person as they now are.
+   */
+  function changeUser(grant: Grant, who: { userId: string } | { email: string }, eventType: string, endsSessions: boolean, apply: (c: Change, target: Target) => Promise<Target | undefined>) {
+    return grant.run(async (c) => {
+      const target = await lockTarget(c, who);
+      const row = (await apply(c, target))!;
+      const ended: { sessionsEnded?: number } = endsSessions ? { sessionsEnded: await endSessions(c, target.id) } : {};
+      await c.audit({ eventType, metadata: { userId: target.id, email: target.email, ...ended } });
+      return publicUser(row);
+    });
   }
 
   async function openSession(s: Pick<TxStores, 'users'>, user: { id: string; email: string; firstName: string; lastName: string; isSuperadmin: boolean }, ip: string | null) {
@@ -338,34 +355,19 @@ export async function usersDomain(deps: UsersDeps) {
       const grant = changes.inOrganization(actor, origin);
       validatePassword(newPassword, 'newPassword');
       const passwordHash = await crypto.hashPassword(newPassword);
-      return grant.run(async (c) => {
-        const target = await lockTarget(c, who);
-        const row = (await c.s.users.setPassword(target.id, passwordHash))!;
-        const ended = await endSessions(c, target.id);
-        await c.audit({ eventType: 'reset-user-password', metadata: { userId: target.id, email: target.email, sessionsEnded: ended } });
-        return publicUser(row);
-      });
+      return changeUser(grant, who, 'reset-user-password', true, (c, target) => c.s.users.setPassword(target.id, passwordHash));
     },
 
     /** The person can no longer log in; their sessions end at once, on every replica. */
     async disableUser(actor: Actor | SystemActor, userId: string, origin?: Origin): Promise<PublicUser> {
-      return changes.inOrganization(actor, origin).run(async (c) => {
-        const target = await lockTarget(c, { userId });
+      return changeUser(changes.inOrganization(actor, origin), { userId }, 'disable-user', true, async (c, target) => {
         if (target.isSuperadmin && !target.disabledAt) await refuseLastSuperadmin(c, target.id);
-        const row = (await c.s.users.setDisabled(target.id, true))!;
-        const ended = await endSessions(c, target.id);
-        await c.audit({ eventType: 'disable-user', metadata: { userId: target.id, email: target.email, sessionsEnded: ended } });
-        return publicUser(row);
+        return c.s.users.setDisabled(target.id, true);
       });
     },
 
     async enableUser(actor: Actor | SystemActor, userId: string, origin?: Origin): Promise<PublicUser> {
-      return changes.inOrganization(actor, origin).run(async (c) => {
-        const target = await lockTarget(c, { userId });
-        const row = (await c.s.users.setDisabled(target.id, false))!;
-        await c.audit({ eventType: 'enable-user', metadata: { userId: target.id, email: target.email } });
-        return publicUser(row);
-      });
+      return changeUser(changes.inOrganization(actor, origin), { userId }, 'enable-user', false, (c, target) => c.s.users.setDisabled(target.id, false));
     },
 
     /** The person, their sessions and their project roles are deleted; on every replica at once. */

@@ -129,6 +129,15 @@ function includeImports(q: { include_imports?: boolean; includeImports?: boolean
   return q.include_imports ?? q.includeImports;
 }
 
+/** What a create, a change or a batch item says of a secret, in the domain's names. */
+type Contents = { secretValue?: string; secretComment?: string; skipMultilineEncoding?: boolean; tagIds?: string[] };
+const contents = <B extends Contents>(b: B): { value: B['secretValue']; comment?: string; skipMultilineEncoding?: boolean; tagIds?: string[] } => ({
+  value: b.secretValue,
+  comment: b.secretComment,
+  skipMultilineEncoding: b.skipMultilineEncoding,
+  tagIds: b.tagIds,
+});
+
 /** The name in the path: URL-decoded by the router; the domain validates it. */
 function secretName(params: { secretName: string }): string {
   if (params.secretName.trim() === '') throw new AppError('VALIDATION', 'secretName is required');
@@ -208,13 +217,7 @@ export function registerSecretRoutes<L extends string, O extends string, B exten
   );
 
   api.post(paths.one, { caller: 'any', summary: 'Create a secret', body: createBody, response: oneSecret }, async ({ actor, params, body: b, origin }) => {
-    const secret = await svc.secrets.create(actor, {
-      ...named(b, params, origin),
-      value: b.secretValue,
-      comment: b.secretComment,
-      skipMultilineEncoding: b.skipMultilineEncoding,
-      tagIds: b.tagIds,
-    });
+    const secret = await svc.secrets.create(actor, { ...named(b, params, origin), ...contents(b) });
     return { body: { secret: secretRaw(secret) } };
   });
 
@@ -222,15 +225,7 @@ export function registerSecretRoutes<L extends string, O extends string, B exten
     paths.one,
     { caller: 'any', summary: 'Change a secret\'s value, comment or name (a new version)', body: updateBody, response: oneSecret },
     async ({ actor, params, body: b, origin }) => {
-      const secret = await svc.secrets.update(actor, {
-        ...named(b, params, origin),
-        value: b.secretValue,
-        comment: b.secretComment,
-        newKey: b.newSecretName,
-        skipMultilineEncoding: b.skipMultilineEncoding,
-        tagIds: b.tagIds,
-        allowImmutableChange: b.overrideImmutable,
-      });
+      const secret = await svc.secrets.update(actor, { ...named(b, params, origin), ...contents(b), newKey: b.newSecretName, allowImmutableChange: b.overrideImmutable });
       return { body: { secret: secretRaw(secret) } };
     },
   );
@@ -251,7 +246,7 @@ export function registerSecretRoutes<L extends string, O extends string, B exten
     async ({ actor, body: b, origin }) => {
       const secrets = await svc.secrets.createMany(actor, {
         ...where(b),
-        secrets: b.secrets.map((x) => ({ key: x.secretKey, value: x.secretValue, comment: x.secretComment, skipMultilineEncoding: x.skipMultilineEncoding, tagIds: x.tagIds })),
+        secrets: b.secrets.map((x) => ({ key: x.secretKey, ...contents(x) })),
         origin,
       });
       return { body: { secrets: secrets.map(secretRaw) } };

@@ -4,6 +4,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { globSource } from '../../server/domain/glob.js';
 
 /** The package root: the nearest directory above this file holding package.json. */
 export function repoRoot(from: string = fileURLToPath(import.meta.url)): string {
@@ -355,22 +356,10 @@ export function dockerignorePatterns(text: string): string[] {
 
 /** A .dockerignore pattern as a regular expression: Go filepath.Match, plus `**` and a leading `**`+`/`. */
 export function dockerignoreRegExp(pattern: string): RegExp {
-  let rest = pattern.replace(/^\.\//, '').replace(/\/$/, '');
-  let src = '';
-  if (rest.startsWith('**/')) {
-    src += '(?:.*/)?';
-    rest = rest.slice(3);
-  }
-  for (let i = 0; i < rest.length; i++) {
-    const c = rest[i]!;
-    if (c === '*' && rest[i + 1] === '*') {
-      src += '.*';
-      i++;
-    } else if (c === '*') src += '[^/]*';
-    else if (c === '?') src += '[^/]';
-    else src += c.replace(/[.+^${}()|[\]\\]/g, '\\$&');
-  }
-  return new RegExp(`^${src}$`);
+  const rest = pattern.replace(/^\.\//, '').replace(/\/$/, '');
+  // A leading `**/` also matches at the top (no directory at all).
+  if (rest.startsWith('**/')) return new RegExp(`^(?:.*/)?${globSource(rest.slice(3))}$`);
+  return new RegExp(`^${globSource(rest)}$`);
 }
 
 /** Whether a .dockerignore pattern list excludes a context-relative path (no `!` re-includes). */

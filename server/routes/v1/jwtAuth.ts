@@ -2,7 +2,7 @@
 // /api/v1/auth/jwt-auth/identities/:identityId (POST attach, GET, PATCH, DELETE) and
 // POST /api/v1/auth/jwt-auth/login {identityId, jwt}. The keys are static PEM public
 // keys ('static') or an issuer's JWKS ('jwks'). Shared with oidcAuth.ts: the bound-field
-// inputs, the login body and the login route.
+// inputs and shapes, and every route (registerTokenAuthRoutes).
 import { z } from 'zod';
 import type { JwtAuthRow } from '../../../storage/jwtAuth.js';
 import type { JwtAuthInput, TokenAuthMethod } from '../../domain/jwtAuth.js';
@@ -115,7 +115,7 @@ const loginBody = z.object({
   jwt: z.string({ error: 'jwt is required' }).trim().min(1, 'jwt is required').max(16_384, 'jwt must be at most 16384 characters'),
 });
 
-export function registerTokenLogin(api: Api, svc: Services, method: TokenAuthMethod, summary: string) {
+function registerTokenLogin(api: Api, svc: Services, method: TokenAuthMethod, summary: string) {
   api.post(
     `/api/v1/auth/${method}/login`,
     { caller: 'none', summary, body: loginBody, unknownBodyFields: 'ignore', response: loginSchema },
@@ -123,41 +123,71 @@ export function registerTokenLogin(api: Api, svc: Services, method: TokenAuthMet
   );
 }
 
-const JWT = '/api/v1/auth/jwt-auth/identities/:identityId';
+/** What JWT Auth and OIDC Auth differ in at /api/v1/auth/<method>/identities/:identityId. */
+export interface TokenAuthRoutes<B> {
+  method: TokenAuthMethod;
+  /** "JWT Auth", "OIDC Auth": the summaries name it. */
+  label: string;
+  /** The answer's key (`identityJwtAuth`, `identityOidcAuth`). */
+  key: string;
+  loginSummary: string;
+  attachSummary: string;
+  attachBody: z.ZodType<B>;
+  updateBody: z.ZodType<B>;
+  input: (b: B) => JwtAuthInput;
+  shape: z.ZodObject;
+  json: (r: JwtAuthRow) => Record<string, unknown>;
+  /** Fields the revoke answer leaves out (Infisical's JWT Auth revoke omits its key material). */
+  omitOnRevoke?: readonly string[];
+}
 
-export function registerJwtAuthRoutes(api: Api, svc: Services) {
-  const one = z.object({ identityJwtAuth: jwtShape });
-  const m = 'jwt-auth';
-  registerTokenLogin(api, svc, m, 'JWT Auth: a JWT signed by a key the identity trusts, for an access token');
+/** The login and the attach / update / read / revoke routes of one JWT-based method. */
+export function registerTokenAuthRoutes<B>(api: Api, svc: Services, r: TokenAuthRoutes<B>) {
+  const { method: m, key, json } = r;
+  const path = `/api/v1/auth/${m}/identities/:identityId` as const;
+  const one = z.object({ [key]: r.shape });
+  const omit = r.omitOnRevoke ?? [];
+  const kept = <T>(o: Record<string, T>) => Object.fromEntries(Object.entries(o).filter(([f]) => !omit.includes(f)));
+  const revoked = z.object({ [key]: z.object(kept(r.shape.shape)) });
+  registerTokenLogin(api, svc, m, r.loginSummary);
 
   api.post(
-    JWT,
-    { caller: 'any', summary: 'Attach JWT Auth (static public keys or a JWKS URL) to an identity', body: attachBody, response: one },
-    async ({ actor, params, body, origin }) => ({ body: { identityJwtAuth: jwtJson(await svc.jwtAuth.attach(actor, m, params.identityId, jwtInput(body), origin)) } }),
+    path,
+    { caller: 'any', summary: r.attachSummary, body: r.attachBody, response: one },
+    async ({ actor, params, body, origin }) => ({ body: { [key]: json(await svc.jwtAuth.attach(actor, m, params.identityId, r.input(body), origin)) } }),
   );
 
   api.patch(
-    JWT,
-    { caller: 'any', summary: "Change an identity's JWT Auth configuration; absent fields are kept", body: updateBody, response: one },
-    async ({ actor, params, body, origin }) => ({ body: { identityJwtAuth: jwtJson(await svc.jwtAuth.update(actor, m, params.identityId, jwtInput(body), origin)) } }),
+    path,
+    { caller: 'any', summary: `Change an identity's ${r.label} configuration; absent fields are kept`, body: r.updateBody, response: one },
+    async ({ actor, params, body, origin }) => ({ body: { [key]: json(await svc.jwtAuth.update(actor, m, params.identityId, r.input(body), origin)) } }),
   );
 
   api.get(
-    JWT,
-    { caller: 'any', summary: "An identity's JWT Auth configuration", response: one },
-    async ({ actor, params }) => ({ body: { identityJwtAuth: jwtJson(await svc.jwtAuth.get(actor, m, params.identityId)) } }),
+    path,
+    { caller: 'any', summary: `An identity's ${r.label} configuration`, response: one },
+    async ({ actor, params }) => ({ body: { [key]: json(await svc.jwtAuth.get(actor, m, params.identityId)) } }),
   );
 
   api.delete(
-    JWT,
-    {
-      caller: 'any',
-      summary: 'Remove JWT Auth from an identity; the access tokens it issued stop working at once',
-      response: z.object({ identityJwtAuth: jwtShape.omit({ publicKeys: true, jwksCaCert: true }) }),
-    },
-    async ({ actor, params, origin }) => {
-      const { publicKeys: _k, jwksCaCert: _c, ...rest } = jwtJson(await svc.jwtAuth.revoke(actor, m, params.identityId, origin));
-      return { body: { identityJwtAuth: rest } };
-    },
+    path,
+    { caller: 'any', summary: `Remove ${r.label} from an identity; the access tokens it issued stop working at once`, response: revoked },
+    async ({ actor, params, origin }) => ({ body: { [key]: kept(json(await svc.jwtAuth.revoke(actor, m, params.identityId, origin))) } }),
   );
+}
+
+export function registerJwtAuthRoutes(api: Api, svc: Services) {
+  registerTokenAuthRoutes(api, svc, {
+    method: 'jwt-auth',
+    label: 'JWT Auth',
+    key: 'identityJwtAuth',
+    loginSummary: 'JWT Auth: a JWT signed by a key the identity trusts, for an access token',
+    attachSummary: 'Attach JWT Auth (static public keys or a JWKS URL) to an identity',
+    attachBody,
+    updateBody,
+    input: jwtInput,
+    shape: jwtShape,
+    json: jwtJson,
+    omitOnRevoke: ['publicKeys', 'jwksCaCert'],
+  });
 }

@@ -8,7 +8,7 @@ import type { JwtAuthRow } from '../../../storage/jwtAuth.js';
 import type { JwtAuthInput } from '../../domain/jwtAuth.js';
 import type { Services } from '../../services.js';
 import type { Api } from '../api.js';
-import { boundFields, boundInput, commonJson, commonShape, registerTokenLogin } from './jwtAuth.js';
+import { boundFields, boundInput, commonJson, commonShape, registerTokenAuthRoutes } from './jwtAuth.js';
 
 const oidcFields = {
   caCert: z.string({ error: 'caCert must be a string' }).trim().max(16_384, 'caCert must be at most 16384 characters').optional(),
@@ -23,34 +23,17 @@ const oidcInput = (b: z.output<typeof updateBody>): JwtAuthInput => ({ oidcDisco
 const oidcShape = z.object({ ...commonShape, oidcDiscoveryUrl: z.string(), caCert: z.string() });
 const oidcJson = (r: JwtAuthRow) => ({ ...commonJson(r), oidcDiscoveryUrl: r.oidcDiscoveryUrl, caCert: r.caCert });
 
-const OIDC = '/api/v1/auth/oidc-auth/identities/:identityId';
-
 export function registerOidcAuthRoutes(api: Api, svc: Services) {
-  const one = z.object({ identityOidcAuth: oidcShape });
-  const m = 'oidc-auth';
-  registerTokenLogin(api, svc, m, "OIDC Auth: an ID token of the identity's OIDC provider, for an access token");
-
-  api.post(
-    OIDC,
-    { caller: 'any', summary: 'Attach OIDC Auth (a provider found by its discovery URL) to an identity', body: attachBody, response: one },
-    async ({ actor, params, body, origin }) => ({ body: { identityOidcAuth: oidcJson(await svc.jwtAuth.attach(actor, m, params.identityId, oidcInput(body), origin)) } }),
-  );
-
-  api.patch(
-    OIDC,
-    { caller: 'any', summary: "Change an identity's OIDC Auth configuration; absent fields are kept", body: updateBody, response: one },
-    async ({ actor, params, body, origin }) => ({ body: { identityOidcAuth: oidcJson(await svc.jwtAuth.update(actor, m, params.identityId, oidcInput(body), origin)) } }),
-  );
-
-  api.get(
-    OIDC,
-    { caller: 'any', summary: "An identity's OIDC Auth configuration", response: one },
-    async ({ actor, params }) => ({ body: { identityOidcAuth: oidcJson(await svc.jwtAuth.get(actor, m, params.identityId)) } }),
-  );
-
-  api.delete(
-    OIDC,
-    { caller: 'any', summary: 'Remove OIDC Auth from an identity; the access tokens it issued stop working at once', response: z.object({ identityOidcAuth: oidcShape }) },
-    async ({ actor, params, origin }) => ({ body: { identityOidcAuth: oidcJson(await svc.jwtAuth.revoke(actor, m, params.identityId, origin)) } }),
-  );
+  registerTokenAuthRoutes(api, svc, {
+    method: 'oidc-auth',
+    label: 'OIDC Auth',
+    key: 'identityOidcAuth',
+    loginSummary: "OIDC Auth: an ID token of the identity's OIDC provider, for an access token",
+    attachSummary: 'Attach OIDC Auth (a provider found by its discovery URL) to an identity',
+    attachBody,
+    updateBody,
+    input: oidcInput,
+    shape: oidcShape,
+    json: oidcJson,
+  });
 }

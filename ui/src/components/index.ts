@@ -4,6 +4,7 @@
 //   Link          a link inside the app (navigates without a reload)
 //   Button        a button: variants, sizes, `busy`
 //   Icon          the line icons
+//   IconButton    a button that shows only an icon (its label for screen readers)
 //   Badge         a small label in a tone
 //   Loading       a spinner with a label
 //   Empty         what an empty list says instead
@@ -11,7 +12,7 @@
 // Forms
 //   Field         a labelled control with hint and error
 //   TextField     a text input in a Field, tied to its label
-//   NewPasswordFields  a new password and its confirmation
+//   NewPasswordFields  a new password and its confirmation (createNewPassword: their state)
 //   SearchBox     a search input with a hidden label
 //   createAction  busy and error of what a form or button does (submitWith: as a form's onSubmit)
 //   useId         an id to tie a label or message to its control
@@ -48,8 +49,9 @@ export { ErrorText } from './ErrorText';
 export { Field } from './Field';
 export { formatDate } from './format';
 export { Icon } from './Icon';
+export { IconButton } from './IconButton';
 export { Link } from './Link';
-export { NewPasswordFields } from './NewPasswordFields';
+export { createNewPassword, NewPasswordFields, type NewPassword } from './NewPasswordFields';
 export { ListPager } from './ListPager';
 export { ListTable } from './ListTable';
 export { createListView, type ListView } from './listView';

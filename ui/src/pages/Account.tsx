@@ -3,7 +3,7 @@
 // this browser: other browsers and API clients with my old sessions must log in again.
 import { createSignal, Show } from 'solid-js';
 import { api, personName, type User } from '../api';
-import { Badge, createAction, ErrorText, Button, Icon, NewPasswordFields, PageHead, submitWith, TextField, useId } from '../components';
+import { Badge, createAction, createNewPassword, ErrorText, Button, Icon, NewPasswordFields, PageHead, submitWith, TextField, useId } from '../components';
 import { signedIn, user } from '../session';
 
 interface SessionReply {
@@ -13,10 +13,8 @@ interface SessionReply {
 
 export function AccountPage() {
   const [oldPassword, setOldPassword] = createSignal('');
-  const [newPassword, setNewPassword] = createSignal('');
-  const [confirm, setConfirm] = createSignal('');
+  const newPassword = createNewPassword('The new passwords do not match');
   const [changed, setChanged] = createSignal(false);
-  const mismatch = () => confirm() !== '' && confirm() !== newPassword();
   const action = createAction();
   const errorId = useId('acct-err');
   /** Which field an API message is about ("oldPassword is not your current password"). */
@@ -24,12 +22,10 @@ export function AccountPage() {
 
   const submit = async () => {
     setChanged(false);
-    if (newPassword() !== confirm()) throw new Error('The new passwords do not match');
-    const r = await api<SessionReply>('POST', '/api/v1/users/me/password', { body: { oldPassword: oldPassword(), newPassword: newPassword() } });
+    const r = await api<SessionReply>('POST', '/api/v1/users/me/password', { body: { oldPassword: oldPassword(), newPassword: newPassword.checked() } });
     signedIn(r.user, r.csrfToken);
     setOldPassword('');
-    setNewPassword('');
-    setConfirm('');
+    newPassword.clear();
     setChanged(true);
   };
 
@@ -59,18 +55,7 @@ export function AccountPage() {
             invalid={about('oldPassword')}
             errorId={errorId}
           />
-          <NewPasswordFields
-            label="New password"
-            confirmLabel="Confirm new password"
-            mismatchText="The new passwords do not match"
-            password={newPassword()}
-            onPassword={setNewPassword}
-            confirm={confirm()}
-            onConfirm={setConfirm}
-            mismatch={mismatch()}
-            invalid={about('newPassword')}
-            errorId={errorId}
-          />
+          <NewPasswordFields field={newPassword} label="New password" confirmLabel="Confirm new password" invalid={about('newPassword')} errorId={errorId} />
           <ErrorText message={action.error()} id={errorId} />
           <Show when={changed()}>
             <p class="ok-text" role="status">

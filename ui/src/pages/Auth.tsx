@@ -1,7 +1,7 @@
 // First visit (create the superadmin) and login.
 import { createSignal, Show, type JSX } from 'solid-js';
 import { api, type User } from '../api';
-import { Button, createAction, ErrorText, Icon, NewPasswordFields, submitWith, TextField, useId, type Action } from '../components';
+import { Button, createAction, createNewPassword, ErrorText, Icon, NewPasswordFields, submitWith, TextField, useId, type Action } from '../components';
 import { boot, signedIn } from '../session';
 
 interface SessionReply {
@@ -38,10 +38,8 @@ export function SetupPage() {
   const [email, setEmail] = createSignal('');
   const [firstName, setFirstName] = createSignal('');
   const [lastName, setLastName] = createSignal('');
-  const [password, setPassword] = createSignal('');
-  const [confirm, setConfirm] = createSignal('');
+  const password = createNewPassword('The passwords do not match');
   const [setupCode, setSetupCode] = createSignal('');
-  const mismatch = () => confirm() !== '' && confirm() !== password();
   const action = createAction();
   // Production mode: the service printed a one-time code to its log (or the operator set SETUP_TOKEN).
   const codeRequired = () => {
@@ -50,11 +48,10 @@ export function SetupPage() {
   };
 
   const submit = async () => {
-    if (password() !== confirm()) throw new Error('The passwords do not match');
     const r = await api<SessionReply>('POST', '/api/v1/admin/signup', {
       body: {
         email: email(),
-        password: password(),
+        password: password.checked(),
         firstName: firstName(),
         lastName: lastName() || undefined,
         setupCode: codeRequired() ? setupCode().trim() : undefined,
@@ -89,16 +86,7 @@ export function SetupPage() {
         <TextField label="Last name (optional)" autocomplete="family-name" value={lastName()} onValue={setLastName} />
       </div>
       <TextField label="Email" type="email" required autocomplete="email" value={email()} onValue={setEmail} />
-      <NewPasswordFields
-        label="Password"
-        confirmLabel="Confirm password"
-        mismatchText="The passwords do not match"
-        password={password()}
-        onPassword={setPassword}
-        confirm={confirm()}
-        onConfirm={setConfirm}
-        mismatch={mismatch()}
-      />
+      <NewPasswordFields field={password} label="Password" confirmLabel="Confirm password" />
     </AuthForm>
   );
 }

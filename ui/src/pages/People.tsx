@@ -5,7 +5,7 @@
 // given in each project's Members tab.
 import { createResource, createSignal, Show } from 'solid-js';
 import { api, listPeople, personName, type Person } from '../api';
-import { Badge, Button, Confirm, createAction, createListView, Credential, Dialog, DialogForm, Empty, ErrorText, formatDate, Icon, ListTable, Loaded, PageHead, SearchBox, ShownOnce, TextField, useId, valueOf } from '../components';
+import { Badge, Button, Confirm, createAction, createListView, Credential, Dialog, DialogForm, Empty, ErrorText, formatDate, Icon, IconButton, ListTable, Loaded, PageHead, SearchBox, ShownOnce, TextField, useId, valueOf } from '../components';
 import { user } from '../session';
 
 const PAGE = 20;
@@ -66,24 +66,18 @@ export function PeoplePage() {
                       {/* Yourself: My account (your password); the last superadmin cannot be disabled or deleted. */}
                       <Show when={p.id !== user()?.id}>
                         <div class="row-actions">
-                          <button type="button" class="icon-btn" aria-label={`Reset password of ${p.email}`} title="Reset password" onClick={() => setResetting(p)}>
-                            <Icon name="key" />
-                          </button>
+                          <IconButton icon="key" label={`Reset password of ${p.email}`} title="Reset password" onClick={() => setResetting(p)} />
                           <Show
                             when={p.disabled}
                             fallback={
-                              <button type="button" class="icon-btn" aria-label={`Disable ${p.email}`} title="Disable" onClick={() => setDisabling(p)}>
-                                <Icon name="lock" />
-                              </button>
+                              <IconButton icon="lock" label={`Disable ${p.email}`} title="Disable" onClick={() => setDisabling(p)} />
                             }
                           >
                             <Button size="sm" variant="ghost" aria-label={`Enable ${p.email}`} busy={rowAction.running() === p.id} onClick={() => void enable(p)}>
                               Enable
                             </Button>
                           </Show>
-                          <button type="button" class="icon-btn danger" aria-label={`Delete ${p.email}`} title="Delete" onClick={() => setDeleting(p)}>
-                            <Icon name="trash" />
-                          </button>
+                          <IconButton icon="trash" label={`Delete ${p.email}`} title="Delete" danger onClick={() => setDeleting(p)} />
                         </div>
                       </Show>
                     </td>
@@ -204,16 +198,13 @@ function PasswordField(props: { label: string; value: string; onValue: (v: strin
           aria-invalid={props.invalid ? 'true' : undefined}
           aria-describedby={props.invalid ? `${ids.note} ${props.errorId}` : ids.note}
         />
-        <button
-          type="button"
-          class="icon-btn"
-          aria-label={show() ? 'Hide password' : 'Show password'}
-          aria-pressed={show()}
+        <IconButton
+          icon={show() ? 'eye-off' : 'eye'}
+          label={show() ? 'Hide password' : 'Show password'}
+          pressed={show()}
           title={show() ? 'Hide password' : 'Show password'}
           onClick={() => setShow((v) => !v)}
-        >
-          <Icon name={show() ? 'eye-off' : 'eye'} />
-        </button>
+        />
         <Button
           size="sm"
           onClick={() => {

@@ -1,6 +1,6 @@
 // One project: header, tabs, and the Members, Audit and Settings screens
 // (Secrets lives in Secrets.tsx).
-import { createEffect, createMemo, createResource, createSignal, For, Match, on, Show, Switch } from 'solid-js';
+import { createEffect, createMemo, createResource, createSignal, For, Match, on, Show, Switch, type JSX, type Resource } from 'solid-js';
 import { api, confirmationFlags, errorText, listIdentities, listPeople, personName, ROLES, type AuditLog, type ProjectRole, type AuditVerify, type IdentityMembership, type Project, type UserMembership } from '../api';
 import { Badge, Button, Confirm, ConfirmDelete, createAction, Empty, ErrorText, Field, formatDate, Icon, Link, Loaded, PageHead, Pager, submitWith, Table, TextField, useId, valueOf } from '../components';
 import { lastSecretsSearch, navigate } from '../router';
@@ -127,6 +127,24 @@ function MembersScreen(props: { project: Project }) {
     }),
   );
 
+  /** The members of one kind, in a panel of their own. */
+  const membersPanel = <M,>(k: 'identity' | 'user', title: string, of: Resource<M[]>, empty: JSX.Element, row: (m: M) => MemberRow) => (
+    <div class="panel">
+      <h2>{title}</h2>
+      <Loaded of={of} empty={empty}>
+        {(list) => (
+          <MemberTable
+            rows={list().map(row)}
+            path={(id) => path(k, id)}
+            roles={roleChoices()}
+            onChanged={() => void refetchKind(k)}
+            onRemove={(r) => setRemoving({ kind: k, id: r.id, name: r.name })}
+          />
+        )}
+      </Loaded>
+    </div>
+  );
+
   const add = async () => {
     const id = memberId().trim();
     if (!id) {
@@ -182,35 +200,19 @@ function MembersScreen(props: { project: Project }) {
         </Show>
       </div>
 
-      <div class="panel">
-        <h2>Machine identities</h2>
-        <Loaded of={identities} empty={<Empty title="No machine identity has access">Add one above.</Empty>}>
-          {(list) => (
-            <MemberTable
-              rows={list().map((m) => ({ id: m.identityId, name: m.identity.name, detail: m.identity.authMethods.join(', ') || 'no auth method', role: m.role }))}
-              path={(id) => path('identity', id)}
-              roles={roleChoices()}
-              onChanged={() => void refetchIdentities()}
-              onRemove={(r) => setRemoving({ kind: 'identity', id: r.id, name: r.name })}
-            />
-          )}
-        </Loaded>
-      </div>
+      {membersPanel('identity', 'Machine identities', identities, <Empty title="No machine identity has access">Add one above.</Empty>, (m) => ({
+        id: m.identityId,
+        name: m.identity.name,
+        detail: m.identity.authMethods.join(', ') || 'no auth method',
+        role: m.role,
+      }))}
 
-      <div class="panel">
-        <h2>Users</h2>
-        <Loaded of={users} empty={<Empty title="No user memberships">The administrator can reach every project without one.</Empty>}>
-          {(list) => (
-            <MemberTable
-              rows={list().map((m) => ({ id: m.userId, name: personName(m.user), detail: m.user.email, role: m.role }))}
-              path={(id) => path('user', id)}
-              roles={roleChoices()}
-              onChanged={() => void refetchUsers()}
-              onRemove={(r) => setRemoving({ kind: 'user', id: r.id, name: r.name })}
-            />
-          )}
-        </Loaded>
-      </div>
+      {membersPanel('user', 'Users', users, <Empty title="No user memberships">The administrator can reach every project without one.</Empty>, (m) => ({
+        id: m.userId,
+        name: personName(m.user),
+        detail: m.user.email,
+        role: m.role,
+      }))}
 
       <Confirm
         open={removing() !== undefined}

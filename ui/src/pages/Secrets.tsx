@@ -1,9 +1,9 @@
 // Secrets of one project: environment switcher, folder navigation with breadcrumbs, the
 // table (values hidden until revealed), add / edit / delete / bulk paste, history with
 // restore, search by key, export.
-import { batch, createEffect, createMemo, createResource, createSignal, For, on, onMount, Show, untrack } from 'solid-js';
+import { batch, createEffect, createMemo, createResource, createSignal, For, on, onMount, Show, untrack, type JSX, type Resource } from 'solid-js';
 import { api, confirmationFlags, errorText, readSecret, withQuery, type Confirmation, type Folder, type ImportedFolder, type Project, type Secret, type SecretImport, type SecretVersion, type Tag } from '../api';
-import { Badge, Button, Confirm, ConfirmDelete, CopyButton, createAction, submitWith, createConfirmation, createListView, Dialog, DialogForm, Empty, ErrorText, Field, formatDate, Icon, Link, ListTable, Loaded, Pager, SearchBox, Table, TextField, useDialog, useId, valueOf } from '../components';
+import { Badge, Button, Confirm, ConfirmDelete, CopyButton, createAction, submitWith, createConfirmation, createListView, Dialog, DialogForm, Empty, ErrorText, Field, formatDate, Icon, IconButton, Link, ListTable, Loaded, Pager, SearchBox, Table, TextField, useDialog, useId, valueOf } from '../components';
 import { location, navigate, rememberSecretsSearch } from '../router';
 
 const PAGE = 50;
@@ -234,48 +234,46 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
           </span>
         </div>
 
-        <ErrorText message={folders.error && !secrets.error ? errorText(folders.error) : undefined} />
-        <Show when={(valueOf(folders) ?? []).length > 0}>
-          <ul class="folders" aria-label="Folders">
-            <For each={[...(valueOf(folders) ?? [])].sort((a, b) => a.name.localeCompare(b.name))}>
-              {(f) => (
-                <li class="folder-row">
-                  <Link href={withQuery(`/projects/${props.project.id}/secrets`, { env: env(), path: normalisePath(`${path()}/${f.name}`) })} class="folder-link">
-                    <Icon name="folder" /> <span class="mono">{f.name}</span>
-                  </Link>
-                  <button type="button" class="icon-btn" aria-label={`Delete folder ${f.name}`} title="Delete folder" onClick={() => setDeletingFolder(f)}>
-                    <Icon name="trash" />
-                  </button>
-                </li>
-              )}
-            </For>
-          </ul>
-        </Show>
-
-        <ErrorText message={imports.error && !secrets.error ? errorText(imports.error) : undefined} />
-        <Show when={(valueOf(imports) ?? []).length > 0}>
-          <section class="imports" aria-label="Imports">
-            <h3 class="small muted-text">Imported, in order (a key of this folder wins; among imports, the last one holding a key)</h3>
-            <ul class="folders">
-              <For each={valueOf(imports)}>
-                {(i) => (
-                  <li class="folder-row" data-import={`${i.importEnv.slug}:${i.importPath}`}>
-                    <span>
-                      <Badge>{i.position}</Badge> <strong>{i.importEnv.slug}</strong> <span class="mono">{i.importPath}</span>{' '}
-                      <span class="muted-text small">
-                        {i.keys === undefined ? 'not readable or missing' : i.keys.length === 0 ? 'no secrets' : `${i.keys.length} secret${i.keys.length === 1 ? '' : 's'}: `}
-                        <span class="mono">{(i.keys ?? []).slice(0, 12).join(', ')}{(i.keys?.length ?? 0) > 12 ? ', …' : ''}</span>
-                      </span>
-                    </span>
-                    <button type="button" class="icon-btn" aria-label={`Remove import ${i.importEnv.slug} ${i.importPath}`} title="Remove import" onClick={() => setRemovingImport(i)}>
-                      <Icon name="trash" />
-                    </button>
+        <BesideSecrets of={folders} secrets={secrets}>
+          {(rows) => (
+            <ul class="folders" aria-label="Folders">
+              <For each={[...rows()].sort((a, b) => a.name.localeCompare(b.name))}>
+                {(f) => (
+                  <li class="folder-row">
+                    <Link href={withQuery(`/projects/${props.project.id}/secrets`, { env: env(), path: normalisePath(`${path()}/${f.name}`) })} class="folder-link">
+                      <Icon name="folder" /> <span class="mono">{f.name}</span>
+                    </Link>
+                    <IconButton icon="trash" label={`Delete folder ${f.name}`} title="Delete folder" onClick={() => setDeletingFolder(f)} />
                   </li>
                 )}
               </For>
             </ul>
-          </section>
-        </Show>
+          )}
+        </BesideSecrets>
+
+        <BesideSecrets of={imports} secrets={secrets}>
+          {(rows) => (
+            <section class="imports" aria-label="Imports">
+              <h3 class="small muted-text">Imported, in order (a key of this folder wins; among imports, the last one holding a key)</h3>
+              <ul class="folders">
+                <For each={rows()}>
+                  {(i) => (
+                    <li class="folder-row" data-import={`${i.importEnv.slug}:${i.importPath}`}>
+                      <span>
+                        <Badge>{i.position}</Badge> <strong>{i.importEnv.slug}</strong> <span class="mono">{i.importPath}</span>{' '}
+                        <span class="muted-text small">
+                          {i.keys === undefined ? 'not readable or missing' : i.keys.length === 0 ? 'no secrets' : `${i.keys.length} secret${i.keys.length === 1 ? '' : 's'}: `}
+                          <span class="mono">{(i.keys ?? []).slice(0, 12).join(', ')}{(i.keys?.length ?? 0) > 12 ? ', …' : ''}</span>
+                        </span>
+                      </span>
+                      <IconButton icon="trash" label={`Remove import ${i.importEnv.slug} ${i.importPath}`} title="Remove import" onClick={() => setRemovingImport(i)} />
+                    </li>
+                  )}
+                </For>
+              </ul>
+            </section>
+          )}
+        </BesideSecrets>
 
         <Loaded
           of={secrets}
@@ -324,16 +322,13 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
                               {shown()}
                             </code>
                           </Show>
-                          <button
-                            type="button"
-                            class="icon-btn"
-                            aria-label={`${shown() !== undefined ? 'Hide' : 'Reveal'} value of ${s.secretKey}`}
-                            aria-pressed={shown() !== undefined}
+                          <IconButton
+                            icon={shown() !== undefined ? 'eye-off' : 'eye'}
+                            label={`${shown() !== undefined ? 'Hide' : 'Reveal'} value of ${s.secretKey}`}
+                            pressed={shown() !== undefined}
                             title={shown() !== undefined ? 'Hide value' : 'Reveal value'}
                             onClick={() => void toggle(s)}
-                          >
-                            <Icon name={shown() !== undefined ? 'eye-off' : 'eye'} />
-                          </button>
+                          />
                           <CopyButton label={`Copy value of ${s.secretKey}`} text={() => fetchValue(s)} />
                         </div>
                         <ErrorText message={rowError()[s.id] || undefined} />
@@ -343,15 +338,9 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
                       </td>
                       <td class="col-actions">
                         <div class="row-actions">
-                          <button type="button" class="icon-btn" aria-label={`Edit ${s.secretKey}`} title="Edit" onClick={() => setEditing(s)}>
-                            <Icon name="edit" />
-                          </button>
-                          <button type="button" class="icon-btn" aria-label={`History of ${s.secretKey}`} title="History" onClick={() => setHistory(s)}>
-                            <Icon name="history" />
-                          </button>
-                          <button type="button" class="icon-btn danger" aria-label={`Delete ${s.secretKey}`} title="Delete" onClick={() => setDeleting(s)}>
-                            <Icon name="trash" />
-                          </button>
+                          <IconButton icon="edit" label={`Edit ${s.secretKey}`} title="Edit" onClick={() => setEditing(s)} />
+                          <IconButton icon="history" label={`History of ${s.secretKey}`} title="History" onClick={() => setHistory(s)} />
+                          <IconButton icon="trash" label={`Delete ${s.secretKey}`} title="Delete" danger onClick={() => setDeleting(s)} />
                         </div>
                       </td>
                     </tr>
@@ -451,6 +440,20 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
 }
 
 type Scope = { projectId: string; environment: string; secretPath: string };
+
+/**
+ * What a folder holds besides its secrets (sub-folders, imports): the list's own error
+ * (unless the secrets' error already says it), then the list once it has rows.
+ */
+function BesideSecrets<T>(props: { of: Resource<T[]>; secrets: Resource<unknown>; children: (rows: () => T[]) => JSX.Element }) {
+  const rows = () => valueOf(props.of) ?? [];
+  return (
+    <>
+      <ErrorText message={props.of.error && !props.secrets.error ? errorText(props.of.error) : undefined} />
+      <Show when={rows().length > 0}>{(_shown) => props.children(rows)}</Show>
+    </>
+  );
+}
 
 const PROTECTED_KEY = 'This key is marked as never changing: consumers may break if it changes. Confirm again to do it anyway.';
 
@@ -626,15 +629,12 @@ function History(props: { secret: Secret; onRestored: () => void }) {
                       <Show when={shown()[v.version]} fallback={<span class="masked" aria-label="Hidden value">••••••••</span>}>
                         <code class="value">{v.secretValue}</code>
                       </Show>
-                      <button
-                        type="button"
-                        class="icon-btn"
-                        aria-pressed={!!shown()[v.version]}
-                        aria-label={`${shown()[v.version] ? 'Hide' : 'Reveal'} value of version ${v.version}`}
+                      <IconButton
+                        icon={shown()[v.version] ? 'eye-off' : 'eye'}
+                        label={`${shown()[v.version] ? 'Hide' : 'Reveal'} value of version ${v.version}`}
+                        pressed={!!shown()[v.version]}
                         onClick={() => setShown((s) => ({ ...s, [v.version]: !s[v.version] }))}
-                      >
-                        <Icon name={shown()[v.version] ? 'eye-off' : 'eye'} />
-                      </button>
+                      />
                     </div>
                   </td>
                   <td class="nowrap small">{formatDate(v.createdAt)}</td>
@@ -737,9 +737,7 @@ function TagsForm(props: { projectId: string; tags: Tag[]; onChanged: () => void
             {(tag) => (
               <li class="folder-row">
                 <span class="tag-chip">{tag.slug}</span>
-                <button type="button" class="icon-btn danger" aria-label={`Delete tag ${tag.slug}`} title="Delete tag" onClick={() => void remove(tag)}>
-                  <Icon name="trash" />
-                </button>
+                <IconButton icon="trash" label={`Delete tag ${tag.slug}`} title="Delete tag" danger onClick={() => void remove(tag)} />
               </li>
             )}
           </For>
