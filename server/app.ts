@@ -1,5 +1,5 @@
 // The running service: services wired to the HTTP front, listening.
-import type { Config } from './config.js';
+import { LOG_LEVELS, type Config } from './config.js';
 import { createHttpServer } from './http/app.js';
 import { loadStaticUi } from './http/static.js';
 import { createApi, type Api } from './routes/api.js';
@@ -101,6 +101,7 @@ export function requestLogFields(r: RequestRecord, isTrustedProxy: (address: str
 export async function startService(config: Config, log: Logger): Promise<RunningService> {
   const metrics = createMetrics();
   const isTrustedProxy = ipMatcher(config.trustedProxies);
+  const requestLines = LOG_LEVELS.indexOf(config.logLevel) <= LOG_LEVELS.indexOf('info');
   const services = await createServices(config, log, {
     cryptoTask: metrics.cryptoTask,
     coalescedRead: metrics.coalescedRead,
@@ -125,8 +126,9 @@ export async function startService(config: Config, log: Logger): Promise<Running
       onNotFound: loadStaticUi()?.handler,
       onResponse: (r) => {
         metrics.request(r);
-        // 5xx are logged by the front with their error; every answer gets this line.
-        log.info(requestLogFields(r, isTrustedProxy), 'request');
+        // 5xx are logged by the front with their error; every answer gets this line (its
+        // fields, the client's address among them, are not even built below LOG_LEVEL=info).
+        if (requestLines) log.info(requestLogFields(r, isTrustedProxy), 'request');
       },
     });
     const api = createApi(http.router, services.auth, { trustedProxies: config.trustedProxies });

@@ -157,7 +157,7 @@ export function machineAuth(deps: MachineAuthDeps) {
       if (!ipAllowed(found.clientSecretTrustedIps, input.ip)) throw ipNotAllowed();
       const issuedAt = now();
       const tokenId = randomUUID();
-      const outcome = await asIdentityGrouped(found.identityId, `login:${found.identityId}`, { ip: input.ip }).run(async ({ s, audit }) => {
+      const outcome = await asIdentityGrouped(found.identityId, `login:${found.identityId}`, { ip: input.ip }).run(async ({ s, audit, sent }) => {
         // Claimed before the secret is compared; the row stays locked until this
         // transaction ends, so one client's logins are checked one at a time. The
         // candidates are read in the same round trip (statements in a transaction run in order).
@@ -180,7 +180,7 @@ export function machineAuth(deps: MachineAuthDeps) {
         // Made under an older MAC key version (before a rekey): made again under the current one.
         const remac = match.macKeyId !== mac.keyId;
         // One round trip; a secret revoked or used up meanwhile rolls all of it back.
-        const [used] = await Promise.all([
+        const writes = Promise.all([
           s.identities.markClientSecretUsed(secretId),
           s.identities.insertAccessToken({
             id: tokenId,
@@ -193,6 +193,9 @@ export function machineAuth(deps: MachineAuthDeps) {
           s.identities.clearLoginFailures(ua.identityId),
           remac ? s.identities.remacClientSecret(secretId, mac.keyId, mac.mac) : undefined,
         ]);
+        // The identity's next login (grouped) may claim now: its statements run after these.
+        sent();
+        const [used] = await writes;
         if (!used) throw invalidCredentials();
         await audit({
           eventType: 'login-identity-universal-auth',

@@ -38,6 +38,13 @@ export interface Change {
   invalidate(topic: Topic, key: string): void;
   /** Entries from here on name `actor` (a signup records the account it just created). */
   actAs(actor: AuditActor): void;
+  /**
+   * Says this change has sent every statement it will send (it may still wait for their
+   * results, and fail). In a group the next change with the same key may then start: its
+   * statements run after these on the group's connection, so it still sees their effect.
+   * Elsewhere nothing happens.
+   */
+  sent(): void;
 }
 
 export interface Grant {
@@ -93,7 +100,7 @@ function changeState(actor: AuditActor, origin: Origin): ChangeState {
  * The Change a body sees. `append` writes entries to the trail: at once inside the
  * change's own transaction, or (grouped) collected for the group's one append.
  */
-function changeFor(s: TxStores, st: ChangeState, append: (events: AuditEvent[]) => Promise<void>): Change {
+function changeFor(s: TxStores, st: ChangeState, append: (events: AuditEvent[]) => Promise<void>, sent: () => void = () => {}): Change {
   const change: Change = {
     s,
     async audit(entry) {
@@ -110,6 +117,7 @@ function changeFor(s: TxStores, st: ChangeState, append: (events: AuditEvent[]) 
     actAs(next) {
       st.who = next;
     },
+    sent,
   };
   return change;
 }
@@ -203,23 +211,28 @@ export function writePipeline(deps: PipelineDeps) {
         const entries: AuditEvent[][] = group.map(() => []);
         // Changes with the same key run one after another, in queue order; the others
         // run at the same time, their statements sent together on the group's connection.
+        // A key's next change starts when the one before it has sent its statements
+        // (Change.sent) or has ended.
         const chains = new Map<string, Promise<void>>();
         let broken = false; // once a change has failed, the group rolls back: the rest need not run
         const runs = group.map((q, n) => {
+          let release!: () => void;
+          const released = new Promise<void>((resolve) => (release = resolve));
           const run = async () => {
-            if (broken) return;
             try {
-              values[n] = await q.body(changeFor(s, q.st, async (events) => void entries[n]!.push(...events)));
+              if (broken) return;
+              values[n] = await q.body(changeFor(s, q.st, async (events) => void entries[n]!.push(...events), release));
               checkAudited(q.st);
             } catch (error) {
               broken = true;
               throw error;
+            } finally {
+              release();
             }
           };
           const after = chains.get(q.key);
-          const p = after === undefined ? run() : after.then(run, run);
-          chains.set(q.key, p.catch(() => {}));
-          return p;
+          chains.set(q.key, released);
+          return after === undefined ? run() : after.then(run);
         });
         // Every change is awaited (none is left running) before the group decides.
         const settled = await Promise.allSettled(runs);

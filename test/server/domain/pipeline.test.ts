@@ -204,6 +204,31 @@ t.test('in a group, changes with another key run at the same time; with the same
   t.equal(log.filter((l) => l === 'commit').length, 2, 'the holder alone, then one group');
 });
 
+t.test('in a group, a change that has sent its statements lets the next one with its key start', async (t) => {
+  const { log, appended, changes } = fakes({ logAppends: true });
+  const first = gate();
+  const by = () => changes.groupedByCaller({ actorType: 'identity', actorId: 'i1' }, {}, 'one key');
+  const holder = by().run(async () => first.opened);
+  const a2Started = gate();
+  const a1 = by().run(async ({ audit, sent }) => {
+    log.push('a1 sent');
+    sent();
+    // Waits for a2 to start: without sent(), a2 would wait for a1 to end, and neither would.
+    await a2Started.opened;
+    await audit({ eventType: 'a1' });
+    log.push('a1 end');
+  });
+  const a2 = by().run(async ({ audit }) => {
+    log.push('a2 start');
+    a2Started.open();
+    await audit({ eventType: 'a2' });
+  });
+  first.open();
+  await Promise.all([holder, a1, a2]);
+  t.same(log.filter((l) => /^a\d /.test(l)), ['a1 sent', 'a2 start', 'a1 end']);
+  t.same(appended.map((e) => e.eventType), ['a1', 'a2'], 'entries still in the order the changes came');
+});
+
 t.test('a group whose audit append fails fails every change in it and publishes nothing', async (t) => {
   const { log, appended, changes } = fakes({ failAppend: true });
   const by = () => changes.groupedByCaller({ actorType: 'identity', actorId: 'i1' }, {}, 'one key');
