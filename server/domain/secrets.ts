@@ -189,7 +189,8 @@ interface ListTemplate {
   environment: string;
   shaper: ListShaper;
   segments: string[];
-  serial: number;
+  /** The worker cache's keys of this answer: with references expanded, and raw. */
+  keys: { expanded: string; raw: string };
   /** Cache keys already rendered once (later reads ask the worker's cache first). */
   rendered: Set<string>;
 }
@@ -267,6 +268,21 @@ export function secretsDomain(deps: SecretsDeps) {
   // Rendered lists: the template of each folder version (a snapshot is never changed:
   // a change loads a new one), and the renders under way by cache key.
   const templates = new WeakMap<FolderSnapshot, ListTemplate>();
+  // Whether a snapshot's list can be rendered in a worker (see listRendered), known once
+  // per snapshot rather than looked for on every read.
+  const renderable = new WeakMap<FolderSnapshot, boolean>();
+  function isRenderable(snap: FolderSnapshot): boolean {
+    let yes = renderable.get(snap);
+    if (yes === undefined) {
+      // Tags are read per request: list() answers a folder with tagged secrets.
+      const tagged = snap.tagIds !== undefined && [...snap.tagIds.values()].some((ids) => ids.length > 0);
+      // Rendered under one data key: while an online re-key runs, a folder under two is answered by list().
+      const first = snap.rows[0];
+      yes = !tagged && !(first !== undefined && snap.rows.some((r) => r.dataKeyId !== first.dataKeyId));
+      renderable.set(snap, yes);
+    }
+    return yes;
+  }
   const rendering = new Map<string, Promise<RenderedSealed>>();
   let serials = 0;
 
@@ -279,7 +295,10 @@ export function secretsDomain(deps: SecretsDeps) {
     const views = snap.rows.map((r) => secretView(project, env, r, pathOf.get(r.folderId)!, '', ''));
     const segments = shaper(views, snap.rows.map((r) => r.commentBlob !== null));
     if (segments === undefined) return undefined;
-    const t: ListTemplate = { projectId: project.id, environment: env.slug, shaper, segments, serial: ++serials, rendered: new Set() };
+    const serial = ++serials;
+    const prefix = renderedListPrefix(env.id);
+    const keys = { expanded: `${prefix}${serial}:x`, raw: `${prefix}${serial}:r` };
+    const t: ListTemplate = { projectId: project.id, environment: env.slug, shaper, segments, keys, rendered: new Set() };
     templates.set(snap, t);
     return t;
   }
@@ -501,15 +520,13 @@ export function secretsDomain(deps: SecretsDeps) {
       // A scoped role filters per folder, and tags are read per request: list() answers those.
       if (!unrestrictedFor(scope, 'describe', 'readValue')) return undefined;
       const snap = await snapshots.get(env, path, q.recursive ?? false);
-      if (snap.tagIds !== undefined && [...snap.tagIds.values()].some((ids) => ids.length > 0)) return undefined;
-      // Rendered under one data key: while an online re-key runs, a folder under two is answered by list().
+      if (!isRenderable(snap)) return undefined;
       const first = snap.rows[0];
-      if (first !== undefined && snap.rows.some((r) => r.dataKeyId !== first.dataKeyId)) return undefined;
       const t = templateOf(project, env, snap, shaper);
       if (t === undefined) return undefined;
       // A value holding a reference needs expanding: that answer is built the slow way.
       const expand = q.expandSecretReferences === true;
-      const key = `${renderedListPrefix(env.id)}${t.serial}:${expand ? 'x' : 'r'}`;
+      const key = expand ? t.keys.expanded : t.keys.raw;
       let p = rendering.get(key);
       if (p) deps.onCoalescedRead?.();
       else {
