@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { serviceEnv } from './env.js';
 
 const MAIN = fileURLToPath(new URL('../server/main.js', import.meta.url));
 const SAMPLER = pathToFileURL(fileURLToPath(new URL('./soakSampler.js', import.meta.url))).href;
@@ -30,14 +31,9 @@ export async function startServiceProcess(opts: { databaseUrl?: string; redisUrl
   const dataDir = mkdtempSync(join(tmpdir(), 'vault-bench-proc-'));
   const setupCode = randomBytes(16).toString('hex');
   const env: Record<string, string> = {
+    ...serviceEnv(dataDir),
     SETUP_TOKEN: setupCode,
     PATH: process.env.PATH ?? '',
-    NODE_ENV: 'production',
-    ENCRYPTION_KEY: randomBytes(16).toString('hex'),
-    AUTH_SECRET: randomBytes(32).toString('base64'),
-    HOST: '127.0.0.1',
-    PORT: '0',
-    DATA_DIR: dataDir,
     // info: the 'listening' line carries the port.
     LOG_LEVEL: 'info',
     LOGIN_MAX_ATTEMPTS: '1000000000',

@@ -423,12 +423,21 @@ async function eachInItsOwnProcess(list: Backend[]): Promise<number> {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  console.log(`\nIssue 13's rows, both backends (load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}):\n`);
+  printFigures(figures, 'both backends');
+  saveFigures(figures);
+  return code;
+}
+
+function printFigures(figures: Figure[], which: string): void {
+  console.log(`\nIssue 13's rows, ${which} (load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}):\n`);
   console.log(figuresTable(figures));
+}
+
+/** bench/results/latest.json (gitignored). */
+function saveFigures(figures: Figure[]): void {
   mkdirSync(RESULTS_DIR, { recursive: true });
   writeFileSync(`${RESULTS_DIR}latest.json`, JSON.stringify({ date: new Date().toISOString(), loadAverage: loadavg(), figures }, null, 2) + '\n');
   console.log(`results: ${RESULTS_DIR}latest.json`);
-  return code;
 }
 
 async function main(): Promise<number> {
@@ -452,16 +461,11 @@ async function main(): Promise<number> {
     }
     if (PARTS.includes('process')) figures.push(...(await runProcessRows(backend)));
   }
-  console.log(`\nIssue 13's rows (load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}):\n`);
-  console.log(figuresTable(figures));
+  printFigures(figures, list.map((b) => b.id).join(', '));
+  // A child of eachInItsOwnProcess hands its figures back; a run of one backend keeps them.
   const figuresFile = process.env.BENCH_FIGURES_FILE;
-  if (figuresFile) {
-    writeFileSync(figuresFile, JSON.stringify(figures));
-    return code;
-  }
-  mkdirSync(RESULTS_DIR, { recursive: true });
-  writeFileSync(`${RESULTS_DIR}latest.json`, JSON.stringify({ date: new Date().toISOString(), loadAverage: loadavg(), figures }, null, 2) + '\n');
-  console.log(`results: ${RESULTS_DIR}latest.json`);
+  if (figuresFile) writeFileSync(figuresFile, JSON.stringify(figures));
+  else saveFigures(figures);
   return code;
 }
 

@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
+import { serviceEnv } from './env.js';
 import { startService, type RunningService } from '../server/app.js';
 import { parseConfig } from '../server/config.js';
 import { SYSTEM } from '../server/domain/access.js';
@@ -19,10 +20,11 @@ export interface BenchService {
   close(): Promise<void>;
 }
 
+const line = (obj: unknown, msg?: string) => (typeof obj === 'string' ? obj : `${msg ?? ''} ${JSON.stringify(obj)}`);
 const log: Logger = {
   info() {},
-  warn: (m) => console.error(`[service warn] ${m}`),
-  error: (m) => console.error(`[service error] ${m}`),
+  warn: (obj, msg) => console.error(`[service warn] ${line(obj, msg)}`),
+  error: (obj, msg) => console.error(`[service error] ${line(obj, msg)}`),
 };
 
 function redact(url: string): string {
@@ -58,12 +60,7 @@ export async function startBenchService(
   cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
   const cryptoThreads = process.env.CRYPTO_THREADS ?? '1';
   const env: Record<string, string> = {
-    NODE_ENV: 'production',
-    ENCRYPTION_KEY: randomBytes(16).toString('hex'),
-    AUTH_SECRET: randomBytes(32).toString('base64'),
-    PORT: '0',
-    HOST: '127.0.0.1',
-    DATA_DIR: dataDir,
+    ...serviceEnv(dataDir),
     CRYPTO_THREADS: cryptoThreads,
     DB_WAIT_SECONDS: '10',
     LOGIN_MAX_ATTEMPTS: '1000000000',

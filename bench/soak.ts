@@ -15,6 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { serviceEnv } from './env.js';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 600);
 const SAMPLE_SECONDS = Number(process.env.SOAK_SAMPLE_SECONDS ?? 30);
@@ -33,13 +34,8 @@ interface Sample {
 async function main() {
   const dataDir = mkdtempSync(join(tmpdir(), 'vault-soak-'));
   const env: Record<string, string> = {
+    ...serviceEnv(dataDir),
     PATH: process.env.PATH ?? '',
-    NODE_ENV: 'production',
-    ENCRYPTION_KEY: randomBytes(16).toString('hex'),
-    AUTH_SECRET: randomBytes(32).toString('base64'),
-    HOST: '127.0.0.1',
-    PORT: '0',
-    DATA_DIR: dataDir,
     CRYPTO_THREADS: '1',
     LOG_LEVEL: 'info',
   };

@@ -414,8 +414,9 @@ export function auditStore(sql: Queryable, key?: AuditKey) {
       // round trip as the anchor and before it (so not while the lock is held).
       const metadataTexts = new Map<string, string>([['{}', '{}']]);
       const asked: object[] = [];
-      for (const e of events) {
-        const json = JSON.stringify(e.metadata ?? {});
+      const jsons = events.map((e) => JSON.stringify(e.metadata ?? {}));
+      for (const [n, e] of events.entries()) {
+        const json = jsons[n]!;
         if (!metadataTexts.has(json)) {
           metadataTexts.set(json, '');
           asked.push(e.metadata ?? {});
@@ -457,7 +458,7 @@ export function auditStore(sql: Queryable, key?: AuditKey) {
         secretPath: e.secretPath ?? null,
         secretKey: e.secretKey ?? null,
         secretVersion: e.secretVersion ?? null,
-        metadataText: metadataTexts.get(JSON.stringify(e.metadata ?? {}))!,
+        metadataText: metadataTexts.get(jsons[n]!)!,
         metadata: e.metadata ?? {},
         ip: e.ip ?? null,
         keyId: k.keyId,
