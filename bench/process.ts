@@ -2,18 +2,27 @@
 // inside the service process, never the load generator's) right after start and after
 // the 10k scenario, and the 10k batch create itself, over HTTP.
 //
-// The service is `node dist/server/main.js` (what `npm start` runs) with the sampler
+// The service is `node dist/server/main.js` with `npm start`'s node flags (what it runs) and the sampler
 // bench/soakSampler.js loaded by --import: on 'rss' it answers process.memoryUsage()
 // as it is (no GC), on 'sample' after a full GC (--expose-gc).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { serviceEnv } from './env.js';
 
 const MAIN = fileURLToPath(new URL('../server/main.js', import.meta.url));
+const PACKAGE_JSON = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? '../package.json' : '../../package.json', import.meta.url));
+
+/** node's flags in `npm start` (`node <flags> dist/server/main.js`): the process rows run what it runs. */
+export function npmStartNodeFlags(): string[] {
+  const start = (JSON.parse(readFileSync(PACKAGE_JSON, 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const words = start.trim().split(/\s+/);
+  if (words[0] !== 'node' || words[words.length - 1] !== 'dist/server/main.js') throw new Error(`npm start is not "node [flags] dist/server/main.js": ${start}`);
+  return words.slice(1, -1);
+}
 const SAMPLER = pathToFileURL(fileURLToPath(new URL('./soakSampler.js', import.meta.url))).href;
 
 export interface ServiceProcess {
@@ -45,7 +54,7 @@ export async function startServiceProcess(opts: { databaseUrl?: string; redisUrl
   if (opts.redisUrl) env.REDIS_URL = opts.redisUrl;
   // BENCH_CPU_PROF=<dir>: V8 CPU profiles of the service's threads (main and crypto worker), written at its exit.
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const child: ChildProcess = spawn(process.execPath, [...prof, '--expose-gc', '--import', SAMPLER, MAIN], {
+  const child: ChildProcess = spawn(process.execPath, [...npmStartNodeFlags(), ...prof, '--expose-gc', '--import', SAMPLER, MAIN], {
     env,
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });

@@ -5,6 +5,9 @@
 // A V8 flag read when the young generation next grows: server/main.ts runs this before
 // it loads the service's modules (parsing them is what grew it). With DATABASE_URL (a
 // server deployment) nothing changes.
+// Load still grows it to 32 MB; only a cap set when V8 creates the heap stops that, so
+// `npm start` passes --max-semi-space-size=2 on node's command line (package.json, README).
+// This file is what a start without that flag (`node dist/server/main.js`) still gets.
 import { setFlagsFromString } from 'node:v8';
 
 export const EMBEDDED_V8_FLAGS = ['--semi-space-growth-factor=1'];
