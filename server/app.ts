@@ -124,6 +124,8 @@ export async function startService(config: Config, log: Logger): Promise<Running
       deadlineMs: config.requestDeadlineMs,
       logger: { error: (obj: Record<string, unknown>, msg: string) => log.error(obj, msg) },
       onNotFound: loadStaticUi()?.handler,
+      // The request log names the client after the answer: then read it on arrival.
+      readAddressOnArrival: requestLines,
       onResponse: (r) => {
         metrics.request(r);
         // 5xx are logged by the front with their error; every answer gets this line (its

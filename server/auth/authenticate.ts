@@ -3,6 +3,7 @@
 // the CSRF token on every state-changing request.
 import type { Actor } from '../domain/access.js';
 import type { MachineAuth } from '../domain/machineAuth.js';
+import type { Origin } from '../domain/pipeline.js';
 import type { UsersDomain } from '../domain/users.js';
 import { AppError } from '../errors.js';
 import type { HttpRequest } from '../http/types.js';
@@ -51,6 +52,8 @@ export function clearedSessionCookie(req: HttpRequest, mode: CookieSecureMode): 
 export const TOKEN_KINDS_MAX = 1024;
 const MAX_REMEMBERED_HEADER = 4200;
 
+const NO_ORIGIN: Origin = {};
+
 export function authenticator(deps: { machineAuth: Pick<MachineAuth, 'authenticate'>; users: Pick<UsersDomain, 'authenticate' | 'checkCsrf'> }) {
   const { machineAuth, users } = deps;
   // The verifier each Authorization header goes to, by its exact text: the choice reads
@@ -69,14 +72,14 @@ export function authenticator(deps: { machineAuth: Pick<MachineAuth, 'authentica
     return kind;
   }
   return {
-    /** `clientIp`: the request's client address (server/http/clientAddress.ts), for access tokens' trusted IPs. */
-    async actor(req: HttpRequest, clientIp?: string | null): Promise<Actor> {
+    /** `origin.ip`: the request's client address (server/http/clientAddress.ts), for access tokens' trusted IPs. */
+    async actor(req: HttpRequest, origin: Origin = NO_ORIGIN): Promise<Actor> {
       const authorization = req.headers.authorization;
       if (authorization && authorization.trim() !== '') {
         if (kindOf(authorization) === 'session') {
           return users.authenticate(/^Bearer[ ]+(\S{1,4096})[ ]*$/i.exec(authorization)![1]!);
         }
-        return machineAuth.authenticate(authorization, clientIp ?? null);
+        return machineAuth.authenticate(authorization, origin);
       }
       const cookie = readCookie(req.headers.cookie, SESSION_COOKIE);
       if (cookie) {

@@ -32,13 +32,19 @@ const ipNotAllowed = () => new AppError('FORBIDDEN', 'You are not allowed to acc
 const usesExhausted = () => new AppError('UNAUTHORIZED', 'Unable to renew because access token number of uses limit reached');
 
 /** One matcher per list as loaded (rows and cached token states are never mutated). */
-const matchers = new WeakMap<TrustedIp[], ReturnType<typeof ipMatcher>>();
-function ipAllowed(list: TrustedIp[], ip: string | null | undefined): boolean {
-  // An unknown address (no socket address) passes only a list that admits every address.
-  if (!ip) return list.some((r) => r.type === 'ipv6' && r.prefix === 0);
+const matchers = new WeakMap<TrustedIp[], { admitsEvery: boolean; match: ReturnType<typeof ipMatcher> }>();
+/** `ip` is asked only when the list does not admit every address (Infisical's default list does). */
+function ipAllowed(list: TrustedIp[], ip: () => string | null | undefined): boolean {
   let m = matchers.get(list);
-  if (!m) matchers.set(list, (m = ipMatcher(list)));
-  return m(ip);
+  if (!m) {
+    const admitsAll = (type: TrustedIp['type']) => list.some((r) => r.type === type && r.prefix === 0);
+    matchers.set(list, (m = { admitsEvery: admitsAll('ipv4') && admitsAll('ipv6'), match: ipMatcher(list) }));
+  }
+  if (m.admitsEvery) return true;
+  const address = ip();
+  // An unknown address (no socket address) passes only a list that admits every address.
+  if (!address) return list.some((r) => r.type === 'ipv6' && r.prefix === 0);
+  return m.match(address);
 }
 
 /** See claimsOf: 10,000 entries of ~1 KB. */
@@ -154,7 +160,7 @@ export function machineAuth(deps: MachineAuthDeps) {
         keyring.macCurrent(input.clientSecret),
       ]);
       if (!found) throw invalidCredentials();
-      if (!ipAllowed(found.clientSecretTrustedIps, input.ip)) throw ipNotAllowed();
+      if (!ipAllowed(found.clientSecretTrustedIps, () => input.ip)) throw ipNotAllowed();
       const issuedAt = now();
       const tokenId = randomUUID();
       const outcome = await asIdentityGrouped(found.identityId, `login:${found.identityId}`, { ip: input.ip }).run(async ({ s, audit, sent }) => {
@@ -169,7 +175,7 @@ export function machineAuth(deps: MachineAuthDeps) {
         if (!claim.claimed) return { locked: claim.retryAfterSeconds } as const;
         const ua = claim.ua;
         // Checked again on the row as it is now (a PATCH may have committed meanwhile).
-        if (!ipAllowed(ua.clientSecretTrustedIps, input.ip)) throw ipNotAllowed();
+        if (!ipAllowed(ua.clientSecretTrustedIps, () => input.ip)) throw ipNotAllowed();
         // Each candidate under the MAC key version it names; every one is compared.
         const match = await keyring.findClientSecret(input.clientSecret, candidates, mac);
         // Failed logins are not written to the audit trail (anyone could fill it with
@@ -214,21 +220,21 @@ export function machineAuth(deps: MachineAuthDeps) {
     },
 
     /**
-     * `authorization` is the raw header value (or undefined); `ip` the client's address.
+     * `authorization` is the raw header value (or undefined); `origin.ip` the client's address.
      * After the token is known live: the identity's access-token trusted IPs (403), then
      * one use counted when the token has a use limit (401 once exhausted), as Infisical.
      */
-    async authenticate(authorization: string | undefined, ip?: string | null): Promise<IdentityActor> {
+    async authenticate(authorization: string | undefined, origin: Origin = {}): Promise<IdentityActor> {
       if (!authorization || authorization.trim() === '') throw new AppError('UNAUTHORIZED', 'Token missing');
       const m = /^Bearer[ ]+([A-Za-z0-9_.-]{1,4096})[ ]*$/i.exec(authorization);
       if (!m) throw new AppError('TOKEN_INVALID', 'Invalid access token');
       const claims = await claimsOf(m[1]!);
       const state = await liveState(claims);
-      if (!ipAllowed(state.accessTokenTrustedIps, ip)) throw ipNotAllowed();
+      if (!ipAllowed(state.accessTokenTrustedIps, () => origin.ip)) throw ipNotAllowed();
       if (state.numUsesLimit > 0) {
         // One statement counts the use (atomic under parallel requests); not audited, like
         // the lockout count: it is bookkeeping of a request, not a change anyone made.
-        const used = await asIdentity(claims.identityId, { ip }).run(({ s }) => s.identities.useAccessToken(claims.tokenId));
+        const used = await asIdentity(claims.identityId, origin).run(({ s }) => s.identities.useAccessToken(claims.tokenId));
         if (!used) throw usesExhausted();
       }
       return { kind: 'identity', identityId: claims.identityId, tokenId: claims.tokenId, clientSecretId: claims.clientSecretId };

@@ -35,6 +35,14 @@ export interface HttpServerOptions {
    * (its work goes on; its late reply is dropped). Default: no deadline.
    */
   deadlineMs?: number;
+  /**
+   * Whether every request's client address is read when it arrives (default true): what
+   * onResponse needs when it logs the address, since `res` is off limits once answered.
+   * With false a read (GET, and HEAD with it) reads it on first use, and only while the request is
+   * open: asking the socket costs ~5 µs (a system call), a tenth of a cached read's CPU.
+   * Requests that may write read it at once, for their audit entries.
+   */
+  readAddressOnArrival?: boolean;
 }
 
 export interface HttpServer {
@@ -111,28 +119,34 @@ class PlainRequest implements HttpRequest {
   params: Record<string, string>;
   headers: Record<string, string>;
   body: Buffer;
-  remoteAddress: string;
   route: string | undefined;
   actor: { kind: string; id: string } | undefined;
   /** performance.now() when the request arrived. */
   readonly start: number;
   readonly rawQuery: string;
   private parsedQuery: URLSearchParams | undefined;
+  /** The address once read, or how to read it (see readAddressOnArrival). */
+  private address: string | (() => string);
 
-  constructor(reqId: string, method: Method, path: string, rawQuery: string, headers: Record<string, string>, remoteAddress: string) {
+  constructor(reqId: string, method: Method, path: string, rawQuery: string, headers: Record<string, string>, address: string | (() => string)) {
     this.reqId = reqId;
     this.method = method;
     this.path = path;
     this.params = {};
     this.headers = headers;
     this.body = EMPTY_BODY;
-    this.remoteAddress = remoteAddress;
+    this.address = address;
     this.route = undefined;
     this.actor = undefined;
     this.start = performance.now();
     this.rawQuery = rawQuery;
     this.parsedQuery = undefined;
   }
+  get remoteAddress(): string {
+    if (typeof this.address === 'function') this.address = this.address();
+    return this.address;
+  }
+
 
   /** Parsed on first use: most routes never read the query. */
   get query(): URLSearchParams {
@@ -425,6 +439,7 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
   }
 
   const deadlineMs = opts.deadlineMs;
+  const readAddressOnArrival = opts.readAddressOnArrival ?? true;
   if (deadlineMs !== undefined && (!Number.isSafeInteger(deadlineMs) || deadlineMs <= 0)) throw new Error(`Invalid deadlineMs: ${deadlineMs}`);
 
   const app = uws.App();
@@ -590,13 +605,16 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
     const headers = hHeaders;
     const contentLength = hContentLength;
     const path = req.getUrl();
+    // Once the request is answered or abandoned the address is unknown: '' (see
+    // readAddressOnArrival; only reads, which write no audit entry, wait).
+    const address = (): string => (ex.done ? '' : Buffer.from(res.getRemoteAddressAsText()).toString());
     const request = new PlainRequest(
       newReqId(),
       method,
       path,
       req.getQuery() ?? '',
       headers,
-      Buffer.from(res.getRemoteAddressAsText()).toString(),
+      readAddressOnArrival || method !== 'GET' ? Buffer.from(res.getRemoteAddressAsText()).toString() : address,
     );
     inFlight++;
     const ex = new Exchange(res, request, settle, report);

@@ -18,7 +18,8 @@ export interface HttpRequest {
   headers: Record<string, string>;
   /** Raw body bytes, already capped; empty Buffer when there was none. */
   body: Buffer;
-  remoteAddress: string;
+  /** The socket's peer address ('' when unknown: see HttpServerOptions.readAddressOnArrival). */
+  readonly remoteAddress: string;
   /** The declared route template (`/api/v3/secrets/raw/:secretName`), set by the route table; unset: no route matched. */
   route?: string;
   /** Who called, once authenticated (set by the route table), for the request log. */

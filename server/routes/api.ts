@@ -184,11 +184,18 @@ export function createApi(router: Router, auth: Pick<Authenticator, 'actor'>, op
       router[ROUTER_METHOD[method]](path, async (req) => {
         // For the request log and metrics: the template, never the path with its names.
         req.route = path;
-        // One address per request, for the trusted-IP checks and the audit trail alike.
-        const ip = clientAddress(req.remoteAddress, req.headers['x-forwarded-for'], isTrustedProxy);
+        // One address per request, for the trusted-IP checks and the audit trail alike,
+        // worked out when first asked: a cached read whose token admits every address
+        // never asks (HttpServerOptions.readAddressOnArrival).
+        let ip: string | undefined;
+        const origin = {
+          get ip() {
+            return (ip ??= clientAddress(req.remoteAddress, req.headers['x-forwarded-for'], isTrustedProxy)) || null;
+          },
+        };
         let actor: Actor | undefined;
         if (caller !== 'none') {
-          actor = await auth.actor(req, ip);
+          actor = await auth.actor(req, origin);
           req.actor = actor.kind === 'user' ? { kind: 'user', id: actor.userId } : { kind: 'identity', id: actor.identityId };
           if (caller === 'user' && actor.kind !== 'user') {
             throw options.refuseMachine?.() ?? new AppError('FORBIDDEN', 'You are not allowed to access this resource');
@@ -199,7 +206,7 @@ export function createApi(router: Router, auth: Pick<Authenticator, 'actor'>, op
           params: params ? parse(params, req.params) : req.params,
           query: parseQuery(req),
           body: body ? parse(body, options.bodyFrom === 'body+query' ? bodyAndQuery(req, queryFields) : parseJsonBody(req)) : noBody(req, checkNoBody),
-          origin: { ip: ip || null },
+          origin,
           req,
         };
         return handler(input as never);

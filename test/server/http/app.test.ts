@@ -54,6 +54,36 @@ t.test('the plain request: method, path, query, lower-case headers, remote addre
   t.equal(body.bodyLength, 0);
 });
 
+t.test('readAddressOnArrival false: a GET reads its address while open and not after; other methods read it on arrival', async (t) => {
+  const records: Array<{ method: string; address: string }> = [];
+  const f = await startFixture(t, {
+    readAddressOnArrival: false,
+    onResponse: (r) => records.push({ method: r.req.method, address: r.req.remoteAddress }),
+  });
+  const get = await fetch(`${f.url}/req`);
+  t.equal(((await get.json()) as { remoteAddress: string }).remoteAddress, '127.0.0.1', 'asked while open: the socket\'s address');
+  const untouched = await fetch(`${f.url}/ok`);
+  t.equal(untouched.status, 200);
+  const post = await fetch(`${f.url}/count`, { method: 'POST' });
+  t.equal(post.status, 200);
+  t.same(
+    records,
+    [
+      { method: 'GET', address: '127.0.0.1' },
+      { method: 'GET', address: '' },
+      { method: 'POST', address: '127.0.0.1' },
+    ],
+    'after the answer an unread GET address is unknown; a POST\'s was read on arrival',
+  );
+});
+
+t.test('by default every request\'s address is read on arrival (the request log names it after the answer)', async (t) => {
+  const addresses: string[] = [];
+  const f = await startFixture(t, { onResponse: (r) => addresses.push(r.req.remoteAddress) });
+  t.equal((await fetch(`${f.url}/ok`)).status, 200);
+  t.same(addresses, ['127.0.0.1']);
+});
+
 t.test('a JSON body {} on GET is tolerated', async (t) => {
   const f = await startFixture(t);
   const res = await rawExchange(

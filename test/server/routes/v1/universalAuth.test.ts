@@ -106,19 +106,23 @@ t.test('client-secret trusted IPs are checked at login; refusals do not count as
   t.equal((await login()).status, 200, 'an IPv4-mapped range matches the IPv4 address');
 });
 
-t.test('access-token trusted IPs apply to every request, at once', async (t) => {
-  const { seeded, patch, login, read } = await setUp(t);
-  const token = (await login()).body.accessToken as string;
-  t.equal((await read(token)).status, 200);
-  t.equal((await patch({ accessTokenTrustedIps: [{ ipAddress: '203.0.113.0/24' }] })).status, 200);
-  const refusedRead = await read(token);
-  refused(t, refusedRead, 403, IP_REFUSED);
-  refused(t, await read(token, { 'x-forwarded-for': '203.0.113.5' }), 403, IP_REFUSED);
-  t.equal((await login()).status, 200, 'logins follow the other list');
-  t.equal((await patch({ accessTokenTrustedIps: [{ ipAddress: '203.0.113.0/24' }, { ipAddress: '127.0.0.1/32' }] })).status, 200);
-  t.equal((await read(token)).status, 200, 'allowed again');
-  t.ok(seeded);
-});
+// LOG_LEVEL=warn: no request log, so a read asks its socket's address only when a list
+// needs it (HttpServerOptions.readAddressOnArrival); info: asked when each request arrives.
+for (const logLevel of ['info', 'warn']) {
+  t.test(`access-token trusted IPs apply to every request, at once (LOG_LEVEL=${logLevel})`, async (t) => {
+    const { seeded, patch, login, read } = await setUp(t, { LOG_LEVEL: logLevel });
+    const token = (await login()).body.accessToken as string;
+    t.equal((await read(token)).status, 200);
+    t.equal((await patch({ accessTokenTrustedIps: [{ ipAddress: '203.0.113.0/24' }] })).status, 200);
+    const refusedRead = await read(token);
+    refused(t, refusedRead, 403, IP_REFUSED);
+    refused(t, await read(token, { 'x-forwarded-for': '203.0.113.5' }), 403, IP_REFUSED);
+    t.equal((await login()).status, 200, 'logins follow the other list');
+    t.equal((await patch({ accessTokenTrustedIps: [{ ipAddress: '203.0.113.0/24' }, { ipAddress: '127.0.0.1/32' }] })).status, 200);
+    t.equal((await read(token)).status, 200, 'allowed again');
+    t.ok(seeded);
+  });
+}
 
 t.test('accessTokenNumUsesLimit: each token serves exactly that many requests, even in parallel', async (t) => {
   const { svc, patch, login, read } = await setUp(t);
@@ -145,20 +149,22 @@ t.test('accessTokenNumUsesLimit: each token serves exactly that many requests, e
   for (let i = 0; i < 5; i++) t.equal((await read(again)).status, 200, '0 = unlimited');
 });
 
-t.test('TRUSTED_PROXIES: X-Forwarded-For names the client only when a trusted proxy sent it', async (t) => {
-  const { svc, seeded, patch, login, read } = await setUp(t, { TRUSTED_PROXIES: '127.0.0.1/32, ::1' });
-  t.equal((await patch({ clientSecretTrustedIps: [{ ipAddress: '10.0.0.0/8' }] })).status, 200);
-  refused(t, await login(), 403, IP_REFUSED);
-  const ok = await login({ 'x-forwarded-for': '10.1.2.3' });
-  t.equal(ok.status, 200, 'the proxy says the client is 10.1.2.3');
-  const [entry] = await svc.services.store.sql<{ ip: string }[]>`select ip from audit_log where event_type = 'login-identity-universal-auth' order by id desc limit 1`;
-  t.equal(entry!.ip, '10.1.2.3', 'the audit trail records the client, not the proxy');
-  refused(t, await login({ 'x-forwarded-for': '10.1.2.3, 203.0.113.9' }), 403, IP_REFUSED);
-  t.equal((await login({ 'x-forwarded-for': '203.0.113.9, 10.1.2.3' })).status, 200, 'the rightmost untrusted entry counts; what the client prepended does not');
+for (const logLevel of ['info', 'warn']) {
+  t.test(`TRUSTED_PROXIES: X-Forwarded-For names the client only when a trusted proxy sent it (LOG_LEVEL=${logLevel})`, async (t) => {
+    const { svc, seeded, patch, login, read } = await setUp(t, { TRUSTED_PROXIES: '127.0.0.1/32, ::1', LOG_LEVEL: logLevel });
+    t.equal((await patch({ clientSecretTrustedIps: [{ ipAddress: '10.0.0.0/8' }] })).status, 200);
+    refused(t, await login(), 403, IP_REFUSED);
+    const ok = await login({ 'x-forwarded-for': '10.1.2.3' });
+    t.equal(ok.status, 200, 'the proxy says the client is 10.1.2.3');
+    const [entry] = await svc.services.store.sql<{ ip: string }[]>`select ip from audit_log where event_type = 'login-identity-universal-auth' order by id desc limit 1`;
+    t.equal(entry!.ip, '10.1.2.3', 'the audit trail records the client, not the proxy');
+    refused(t, await login({ 'x-forwarded-for': '10.1.2.3, 203.0.113.9' }), 403, IP_REFUSED);
+    t.equal((await login({ 'x-forwarded-for': '203.0.113.9, 10.1.2.3' })).status, 200, 'the rightmost untrusted entry counts; what the client prepended does not');
 
-  t.equal((await patch({ accessTokenTrustedIps: [{ ipAddress: '10.0.0.0/8' }] })).status, 200);
-  const token = ok.body.accessToken as string;
-  t.equal((await read(token, { 'x-forwarded-for': '10.9.9.9' })).status, 200);
-  refused(t, await read(token), 403, IP_REFUSED);
-  t.ok(seeded);
-});
+    t.equal((await patch({ accessTokenTrustedIps: [{ ipAddress: '10.0.0.0/8' }] })).status, 200);
+    const token = ok.body.accessToken as string;
+    t.equal((await read(token, { 'x-forwarded-for': '10.9.9.9' })).status, 200);
+    refused(t, await read(token), 403, IP_REFUSED);
+    t.ok(seeded);
+  });
+}

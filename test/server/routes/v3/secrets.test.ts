@@ -80,7 +80,7 @@ t.test('the list answer rendered by the crypto worker: exactly the bytes of the 
   };
   /** What the answer was before it was rendered in the worker: the views, shaped and stringified here. */
   const shaped = async (expand: boolean) => {
-    const actor = await A.services.machineAuth.authenticate(`Bearer ${token}`, '127.0.0.1');
+    const actor = await A.services.machineAuth.authenticate(`Bearer ${token}`, { ip: '127.0.0.1' });
     const views = await A.services.secrets.list(actor, { project, environment: 'prod', secretPath: '/', expandSecretReferences: expand });
     return JSON.stringify({ secrets: views.map(secretRaw), imports: [] });
   };
