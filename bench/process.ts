@@ -2,9 +2,9 @@
 // inside the service process, never the load generator's) right after start and after
 // the 10k scenario, and the 10k batch create itself, over HTTP.
 //
-// The service is `node dist/server/main.js` with `npm start`'s node flags (what it runs) and the sampler
-// bench/soakSampler.js loaded by --import: on 'rss' it answers process.memoryUsage()
-// as it is (no GC), on 'sample' after a full GC (--expose-gc).
+// The service is `node dist/server/main.js` with `npm start`'s node flags (what it runs)
+// and the sampler bench/soakSampler.js loaded by --import: on 'rss' it answers
+// process.memoryUsage() as it is (no GC), on 'sample' after a full GC (--expose-gc).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -15,6 +15,7 @@ import { serviceEnv } from './env.js';
 
 const MAIN = fileURLToPath(new URL('../server/main.js', import.meta.url));
 const PACKAGE_JSON = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? '../package.json' : '../../package.json', import.meta.url));
+const SAMPLER = pathToFileURL(fileURLToPath(new URL('./soakSampler.js', import.meta.url))).href;
 
 /** node's flags in `npm start` (`node <flags> dist/server/main.js`): the process rows run what it runs. */
 export function npmStartNodeFlags(): string[] {
@@ -23,7 +24,6 @@ export function npmStartNodeFlags(): string[] {
   if (words[0] !== 'node' || words[words.length - 1] !== 'dist/server/main.js') throw new Error(`npm start is not "node [flags] dist/server/main.js": ${start}`);
   return words.slice(1, -1);
 }
-const SAMPLER = pathToFileURL(fileURLToPath(new URL('./soakSampler.js', import.meta.url))).href;
 
 export interface ServiceProcess {
   url: string;

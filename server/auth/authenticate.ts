@@ -52,8 +52,6 @@ export function clearedSessionCookie(req: HttpRequest, mode: CookieSecureMode): 
 export const TOKEN_KINDS_MAX = 1024;
 const MAX_REMEMBERED_HEADER = 4200;
 
-const NO_ORIGIN: Origin = {};
-
 export function authenticator(deps: { machineAuth: Pick<MachineAuth, 'authenticate'>; users: Pick<UsersDomain, 'authenticate' | 'checkCsrf'> }) {
   const { machineAuth, users } = deps;
   // The verifier each Authorization header goes to, by its exact text: the choice reads
@@ -73,7 +71,7 @@ export function authenticator(deps: { machineAuth: Pick<MachineAuth, 'authentica
   }
   return {
     /** `origin.ip`: the request's client address (server/http/clientAddress.ts), for access tokens' trusted IPs. */
-    async actor(req: HttpRequest, origin: Origin = NO_ORIGIN): Promise<Actor> {
+    async actor(req: HttpRequest, origin: Origin = {}): Promise<Actor> {
       const authorization = req.headers.authorization;
       if (authorization && authorization.trim() !== '') {
         if (kindOf(authorization) === 'session') {

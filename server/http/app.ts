@@ -147,7 +147,6 @@ class PlainRequest implements HttpRequest {
     return this.address;
   }
 
-
   /** Parsed on first use: most routes never read the query. */
   get query(): URLSearchParams {
     return (this.parsedQuery ??= new URLSearchParams(this.rawQuery));
@@ -605,16 +604,16 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
     const headers = hHeaders;
     const contentLength = hContentLength;
     const path = req.getUrl();
-    // Once the request is answered or abandoned the address is unknown: '' (see
-    // readAddressOnArrival; only reads, which write no audit entry, wait).
-    const address = (): string => (ex.done ? '' : Buffer.from(res.getRemoteAddressAsText()).toString());
+    const readAddress = (): string => Buffer.from(res.getRemoteAddressAsText()).toString();
     const request = new PlainRequest(
       newReqId(),
       method,
       path,
       req.getQuery() ?? '',
       headers,
-      readAddressOnArrival || method !== 'GET' ? Buffer.from(res.getRemoteAddressAsText()).toString() : address,
+      // Read later, a GET's address is unknown ('') once it is answered or abandoned: only
+      // reads wait (see readAddressOnArrival), and they write no audit entry.
+      readAddressOnArrival || method !== 'GET' ? readAddress() : (): string => (ex.done ? '' : readAddress()),
     );
     inFlight++;
     const ex = new Exchange(res, request, settle, report);
