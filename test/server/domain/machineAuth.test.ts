@@ -31,3 +31,25 @@ t.test('a revoked token leaves the caches; expired entries are swept', async (t)
   t.equal(caches.accessTokens.size, 0);
   t.equal(caches.folders.size, 0);
 });
+
+t.test('a verified token is kept under the header that carried it; revocation refuses every spelling', async (t) => {
+  const svc = await startTestService(t, await testEnv(t, 'embedded'));
+  const seeded = await seedHomelab(svc.services);
+  const { machineAuth } = svc.services;
+  const url = `${svc.url}/api/v3/secrets/raw?workspaceSlug=homelab&environment=prod&secretPath=/`;
+  const read = (authorization: string) => request(url, { headers: { authorization } });
+
+  const token = await login(svc.url, seeded);
+  t.equal((await read(`Bearer ${token}`)).status, 200);
+  t.equal((await read(`bearer   ${token}  `)).status, 200, 'another spelling of the header is parsed, then kept too');
+  t.equal(machineAuth.verifiedSize, 2, 'one entry per header text');
+  t.equal((await read(`Bearer ${token}`)).status, 200, 'a kept header answers again');
+  t.equal((await read(`Bearer ${token}x`)).status, 401, 'a changed token is verified, not matched');
+  t.equal((await read(`Bearer ${token}!`)).status, 401, 'a header that carries no token is refused');
+  t.equal(machineAuth.verifiedSize, 2, 'refused headers are not kept');
+
+  t.equal((await request(`${svc.url}/api/v1/auth/token/revoke`, { method: 'POST', json: { accessToken: token } })).status, 200);
+  t.equal(machineAuth.verifiedSize, 1, 'revocation drops the header every client sends');
+  t.equal((await read(`Bearer ${token}`)).status, 401, 'refused after revocation');
+  t.equal((await read(`bearer   ${token}  `)).status, 401, 'the other spelling too, though its entry is still kept');
+});
