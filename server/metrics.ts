@@ -13,6 +13,7 @@ import type { Crypto } from '../crypto/index.js';
 import type { CacheBus, ReadThroughCache } from '../storage/cache.js';
 import type { CommittedChange } from './domain/pipeline.js';
 import type { RequestRecord } from './http/types.js';
+import { SeriesHistogram, type HistogramSeries } from './seriesHistogram.js';
 
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PATCH', 'PUT', 'DELETE']);
 /** The route label of a request no declared route matched (the UI's files, 404s). */
@@ -35,6 +36,14 @@ export function loginOutcome(status: number): string {
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
+/** One route, method and status: requests counted since the last scrape, and its latency series. */
+interface RequestSeries {
+  readonly labels: { route: string; method: string; status: string };
+  pending: number;
+  readonly duration: HistogramSeries;
+  readonly login: { kind: string; outcome: string } | undefined;
+}
+
 export interface Observed {
   caches: Record<string, Pick<ReadThroughCache<unknown>, 'counts'>>;
   crypto: Pick<Crypto, 'poolStats'>;
@@ -48,16 +57,28 @@ export function createMetrics() {
   const registers = [registry];
   collectDefaultMetrics({ register: registry });
 
-  const httpRequests = new Counter({
+  // Counted per series here and handed to the counter at scrape time: prom-client's inc()
+  // hashes its label object on every call, which the per-request path cannot afford.
+  const requestSeries = new Map<string, Map<string, Map<number, RequestSeries>>>();
+  new Counter({
     name: 'vault_http_requests_total',
     help: 'HTTP requests answered, by route template, method and status (499: the client went away first).',
     labelNames: ['route', 'method', 'status'] as const,
     registers,
+    collect() {
+      for (const byMethod of requestSeries.values()) {
+        for (const byStatus of byMethod.values()) {
+          for (const s of byStatus.values()) {
+            if (s.pending > 0) this.inc(s.labels, s.pending);
+            s.pending = 0;
+          }
+        }
+      }
+    },
   });
-  const httpDuration = new Histogram({
+  const httpDuration = new SeriesHistogram({
     name: 'vault_http_request_duration_seconds',
     help: 'Time from a request arriving to its answer being written, by route template and method.',
-    labelNames: ['route', 'method'] as const,
     buckets: LATENCY_BUCKETS,
     registers,
   });
@@ -67,13 +88,13 @@ export function createMetrics() {
     labelNames: ['kind', 'outcome'] as const,
     registers,
   });
-  const cryptoTasks = new Histogram({
+  const cryptoTasks = new SeriesHistogram({
     name: 'vault_crypto_task_duration_seconds',
     help: 'Crypto worker tasks by operation: time from submission to answer, queue wait included.',
-    labelNames: ['op'] as const,
     buckets: LATENCY_BUCKETS,
     registers,
   });
+  const cryptoSeries = new Map<string, HistogramSeries>();
   const coalesced = new Counter({
     name: 'vault_secret_reads_coalesced_total',
     help: 'Secret reads that shared a decryption task already under way for the same folder version.',
@@ -91,6 +112,17 @@ export function createMetrics() {
     buckets: LATENCY_BUCKETS,
     registers,
   });
+
+  /** The series of one route, method (one of METHODS, or OTHER) and status. */
+  function requestSeriesOf(route: string, m: string, status: number): RequestSeries {
+    const kind = route === UNMATCHED_ROUTE ? undefined : LOGIN_ROUTES[`${m} ${route}`];
+    return {
+      labels: { route, method: m, status: String(status) },
+      pending: 0,
+      duration: httpDuration.series(`${m} ${route}`, { route, method: m }),
+      login: kind === undefined ? undefined : { kind, outcome: loginOutcome(status) },
+    };
+  }
 
   let observed: Observed | undefined;
   const cacheLast = new Map<string, { hits: number; misses: number; bypassed: number }>();
@@ -159,14 +191,22 @@ export function createMetrics() {
     /** From the HTTP front, once per request. */
     request(r: RequestRecord): void {
       const route = r.route ?? UNMATCHED_ROUTE;
+      // Keys from fixed sets only: route templates, METHODS, the statuses this service sends.
       const method = METHODS.has(r.method) ? r.method : 'OTHER';
-      httpRequests.inc({ route, method, status: String(r.status) });
-      httpDuration.observe({ route, method }, r.durationMs / 1000);
-      const kind = r.route === undefined ? undefined : LOGIN_ROUTES[`${method} ${r.route}`];
-      if (kind !== undefined) logins.inc({ kind, outcome: loginOutcome(r.status) });
+      let byMethod = requestSeries.get(route);
+      if (byMethod === undefined) requestSeries.set(route, (byMethod = new Map()));
+      let byStatus = byMethod.get(method);
+      if (byStatus === undefined) byMethod.set(method, (byStatus = new Map()));
+      let s = byStatus.get(r.status);
+      if (s === undefined) byStatus.set(r.status, (s = requestSeriesOf(route, method, r.status)));
+      s.pending++;
+      s.duration.observe(r.durationMs / 1000);
+      if (s.login !== undefined) logins.inc(s.login);
     },
     cryptoTask(op: string, seconds: number): void {
-      cryptoTasks.observe({ op }, seconds);
+      let s = cryptoSeries.get(op);
+      if (s === undefined) cryptoSeries.set(op, (s = cryptoTasks.series(op, { op })));
+      s.observe(seconds);
     },
     coalescedRead(): void {
       coalesced.inc();
