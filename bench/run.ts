@@ -8,6 +8,7 @@
 //   BENCH_REDIS_URL=redis://127.0.0.1:6379
 import autocannon, { type Options, type Result } from 'autocannon';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { startCeiling, type Ceiling } from './ceiling.js';
@@ -69,6 +70,29 @@ function statusCodes(r: Result): Record<string, number> {
   return Object.fromEntries(Object.entries(r.statusCodeStats).map(([code, s]) => [code, s.count]));
 }
 
+/**
+ * BENCH_CPU_PROF=<dir>: the bench process's main thread (the in-process service's, and the
+ * ceiling's for (c); autocannon runs in its own thread) is profiled during `run`, written
+ * as `<dir>/inproc-<pid>-<label>.cpuprofile`. The profiler slows what it watches: figures
+ * of such a run are for reading the profile, not for the table.
+ */
+async function profiled<T>(label: string, run: () => Promise<T>): Promise<T> {
+  const dir = process.env.BENCH_CPU_PROF;
+  if (!dir) return run();
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  try {
+    return await run();
+  } finally {
+    const { profile } = await session.post('Profiler.stop');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(`${dir}/inproc-${process.pid}-${label}.cpuprofile`, JSON.stringify(profile));
+    session.disconnect();
+  }
+}
+
 /** A short warm-up (reported, not measured), then the measured run. */
 async function scenario(id: string, name: string, opts: Options, requestsPerCycle = 1): Promise<ScenarioReport> {
   const base: Options = { connections: CONNECTIONS, workers: 1, timeout: 10, ...opts };
@@ -80,7 +104,7 @@ async function scenario(id: string, name: string, opts: Options, requestsPerCycl
     warmup = { requests: w.requests.total, non2xx: w.non2xx, errors: w.errors, mismatches: w.mismatches };
   }
   process.stdout.write(`measuring ${SECONDS} s ... `);
-  const r = await autocannon({ ...base, duration: SECONDS });
+  const r = await profiled(`${id}`, () => autocannon({ ...base, duration: SECONDS }));
   const reqPerSec = r.requests.total / r.duration;
   console.log(`${Math.round(reqPerSec)} req/s`);
   return {

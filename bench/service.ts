@@ -87,7 +87,9 @@ export async function startBenchService(
     }
 
     const running = await startService(parseConfig(env), log);
-    cleanups.push(() => running.close());
+    // Graceful: requests a scenario left in flight finish before the crypto pool closes
+    // (closed under them, they would answer 503 and log errors after the figures).
+    cleanups.push(() => running.shutdown(10_000).then(() => undefined));
     return {
       url: `http://127.0.0.1:${running.port}`,
       port: running.port,
