@@ -1,11 +1,13 @@
 // The read side's scenarios of issue 13, kept apart from run.ts's table and write rows:
-//   - (b½) the raw list at half of (b)'s measured throughput: its p99 (target ≤ 5 ms);
+//   - (b½) the raw list at half of (b)'s measured throughput, evenly paced: its p99
+//     (target ≤ 5 ms);
 //   - (d) one folder of 10,000 secrets: the first read of it since start (cold: nothing
 //     cached on the main thread nor rendered in a worker; target ≤ 200 ms) and warm
 //     sequential reads (target ≤ 50 ms each).
 import autocannon, { type Result } from 'autocannon';
 import { SYSTEM } from '../server/domain/access.js';
 import type { RunningService } from '../server/app.js';
+import { pacedLoad } from './paced.js';
 
 export const BIG_FOLDER_SECRETS = 10_000;
 export const BIG_FOLDER_PATH = '/bulk';
@@ -15,23 +17,36 @@ export const TARGETS = { halfLoadP99Ms: 5, bigColdMs: 200, bigWarmMs: 50 } as co
 export interface HalfLoadReport {
   rate: number;
   reqPerSec: number;
+  /** Paced (bench/paced.ts): from when each request was due to its answer. */
   latencyMs: { p50: number; p99: number; max: number };
   non2xx: number;
   errors: number;
   mismatches: number;
+  unanswered: number;
+  /**
+   * The same rate through autocannon's overallRate, as this row was measured before
+   * 2026-11-26: full speed until each second's quota is used (whole milliseconds).
+   */
+  autocannon: { p50: number; p99: number; max: number; non2xx: number; errors: number; mismatches: number };
 }
 
-/** (b) at a fixed rate of half its measured maximum: latency when the service is not saturated. */
+/**
+ * (b) at a fixed rate of half its measured maximum, evenly paced: latency when the
+ * service is not saturated. Then autocannon at the same rate, for comparison.
+ */
 export async function halfLoad(url: string, authorization: string, expectBody: string, maxReqPerSec: number, seconds: number, connections: number): Promise<HalfLoadReport> {
   const rate = Math.max(1, Math.round(maxReqPerSec / 2));
+  const paced = await pacedLoad({ url, headers: { authorization }, expectBody, rate, seconds, connections });
   const r: Result = await autocannon({ url, headers: { authorization }, expectBody, connections, workers: 1, timeout: 10, duration: seconds, overallRate: rate });
   return {
     rate,
-    reqPerSec: r.requests.average,
-    latencyMs: { p50: r.latency.p50, p99: r.latency.p99, max: r.latency.max },
-    non2xx: r.non2xx,
-    errors: r.errors,
-    mismatches: r.mismatches,
+    reqPerSec: paced.reqPerSec,
+    latencyMs: paced.latencyMs,
+    non2xx: paced.non2xx,
+    errors: paced.errors,
+    mismatches: paced.mismatches,
+    unanswered: paced.unanswered,
+    autocannon: { p50: r.latency.p50, p99: r.latency.p99, max: r.latency.max, non2xx: r.non2xx, errors: r.errors, mismatches: r.mismatches },
   };
 }
 
@@ -128,6 +143,7 @@ export function readLines(half: HalfLoadReport, big: BigFolderReport): string[] 
     `${what.padEnd(44)} ${figure.toFixed(1).padStart(8)} ms   target ≤ ${String(target).padStart(3)} ms   ratio ${(target / Math.max(figure, 0.001)).toFixed(2)}`;
   return [
     row(`(b½) p99 at ${half.rate} req/s (half of (b))`, half.latencyMs.p99, TARGETS.halfLoadP99Ms),
+    `(b½) the same rate through autocannon's overallRate (bursts; whole ms): p50 ${half.autocannon.p50} ms, p99 ${half.autocannon.p99} ms`,
     row(`(d) ${big.secrets} secrets, cold first read`, big.coldMs, TARGETS.bigColdMs),
     row(`(d) ${big.secrets} secrets, warm read (median)`, big.warmMs.median, TARGETS.bigWarmMs),
     row(`(d) ${big.secrets} secrets, warm read (p95)`, big.warmMs.p95, TARGETS.bigWarmMs),

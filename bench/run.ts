@@ -280,8 +280,12 @@ async function runBackend(backend: Backend): Promise<{ code: number; figures: Fi
       if (r.warmup) what('warm-up', r.warmup);
       if (r.non2xx > 0) problems.push(`(${r.id}) status codes: ${JSON.stringify(r.statusCodes)}`);
     }
-    if (half.non2xx > 0 || half.errors > 0 || half.mismatches > 0) {
-      problems.push(`(b½): non-2xx ${half.non2xx}, connection errors ${half.errors}, body mismatches ${half.mismatches}`);
+    if (half.non2xx > 0 || half.errors > 0 || half.mismatches > 0 || half.unanswered > 0) {
+      problems.push(`(b½): non-2xx ${half.non2xx}, connection errors ${half.errors}, body mismatches ${half.mismatches}, unanswered ${half.unanswered}`);
+    }
+    const ac = half.autocannon;
+    if (ac.non2xx > 0 || ac.errors > 0 || ac.mismatches > 0) {
+      problems.push(`(b½) autocannon: non-2xx ${ac.non2xx}, connection errors ${ac.errors}, body mismatches ${ac.mismatches}`);
     }
     problems.push(...big.problems);
 
