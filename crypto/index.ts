@@ -2,7 +2,7 @@
 // no key material: start-up moves the key bytes into the pool's workers and keeps
 // no copy, so a worker lost later cannot be replaced (see README.md).
 import { availableParallelism } from 'node:os';
-import { BroadcastChannel } from 'node:worker_threads';
+import { BroadcastChannel, MessageChannel, type MessagePort } from 'node:worker_threads';
 import { hash, verify, type Algorithm } from '@node-rs/argon2';
 import { Piscina } from 'piscina';
 import { ENCRYPTION_KEY_BYTES, isValidEncryptionKey, ProviderConfigError } from './keyProvider.js';
@@ -104,12 +104,14 @@ export interface Crypto {
    * bytes under `cacheKey` (which must name an exact version of every input: the caller
    * never reuses one for other content). `refused`: a plaintext contains `refuseIf`, and
    * nothing was rendered. Errors as openMany.
+   * `segments` as a function: called once the task is on its way, so the worker opens the
+   * values while the caller shapes the fixed text (what it throws, render throws).
    */
   render(
     wrappedKey: Buffer,
     keyAad: string,
     cacheKey: string,
-    segments: string[],
+    segments: string[] | (() => string[]),
     items: Array<{ blob: Buffer | Uint8Array; aad: string }>,
     refuseIf?: string,
   ): Promise<Rendered>;
@@ -331,7 +333,7 @@ class PooledCrypto implements Crypto {
     });
   }
 
-  async #run<K extends Task['op']>(task: Extract<Task, { op: K }>, transferList: ArrayBuffer[] = []): Promise<Results[K]> {
+  async #run<K extends Task['op']>(task: Extract<Task, { op: K }>, transferList: Array<ArrayBuffer | MessagePort> = []): Promise<Results[K]> {
     if (this.#state === 'failed' || this.#state === 'closed') throw new CryptoError('KEY_UNAVAILABLE');
     let result: Results[K] | Failure;
     const started = this.#onTask === undefined ? 0 : performance.now();
@@ -368,12 +370,15 @@ class PooledCrypto implements Crypto {
     wrappedKey: Buffer,
     keyAad: string,
     cacheKey: string,
-    segments: string[],
+    segments: string[] | (() => string[]),
     items: Array<{ blob: Buffer | Uint8Array; aad: string }>,
     refuseIf?: string,
   ): Promise<Rendered> {
-    if (!Array.isArray(items) || !Array.isArray(segments) || !segments.every((x) => typeof x === 'string')) throw new CryptoError('BAD_TASK');
-    if (!items.every((i) => typeof i?.aad === 'string')) throw new CryptoError('BAD_TASK');
+    if (!Array.isArray(items) || !items.every((i) => typeof i?.aad === 'string')) throw new CryptoError('BAD_TASK');
+    const fixedText = (list: unknown): { segments: string; segmentEnds: Uint32Array } => {
+      if (!Array.isArray(list) || list.length !== items.length + 1 || !list.every((x) => typeof x === 'string')) throw new CryptoError('BAD_TASK');
+      return { segments: list.join(''), segmentEnds: ends(list.map((x: string) => x.length)) };
+    };
     // Packed (see RenderTask): one string and one buffer each, with where each piece ends.
     const { views: [key, all], transferList } = pack([wrappedKey, concatBytes(items.map((i) => i.blob))]);
     const task = {
@@ -381,15 +386,28 @@ class PooledCrypto implements Crypto {
       cacheKey,
       wrappedKey: key!,
       keyAad,
-      segments: segments.join(''),
-      segmentEnds: ends(segments.map((x) => x.length)),
       blobs: all!,
       blobEnds: ends(items.map((i) => i.blob.byteLength)),
       aads: items.map((i) => i.aad).join(''),
       aadEnds: ends(items.map((i) => i.aad.length)),
       ...(refuseIf !== undefined ? { refuseIf } : {}),
     };
-    return asRendered(await this.#run(task, transferList)) ?? { refused: true };
+    if (typeof segments !== 'function') {
+      return asRendered(await this.#run({ ...task, ...fixedText(segments) }, transferList)) ?? { refused: true };
+    }
+    // The worker opens the values while the fixed text is shaped here, then gets it on a port.
+    const { port1, port2 } = new MessageChannel();
+    const result = this.#run({ ...task, segmentsPort: port2 }, [...transferList, port2]);
+    try {
+      port1.postMessage(fixedText(segments()));
+    } catch (err) {
+      // Closing the port fails the task (BAD_TASK); the caller gets what shaping threw.
+      port1.close();
+      await result.catch(() => undefined);
+      throw err;
+    }
+    port1.close();
+    return asRendered(await result) ?? { refused: true };
   }
 
   async rendered(cacheKey: string): Promise<Rendered | undefined> {

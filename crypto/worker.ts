@@ -4,7 +4,7 @@
 // Expected failures are returned as { ok: false, code }, never thrown: an Error
 // crossing the thread boundary loses its code, and its message could carry input.
 import { createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
-import { BroadcastChannel, isMainThread, receiveMessageOnPort, threadId, type MessagePort } from 'node:worker_threads';
+import { BroadcastChannel, isMainThread, MessagePort, receiveMessageOnPort, threadId } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { open, seal } from './blob.js';
 import { ProviderConfigError, ProviderUnavailableError, type KeyProvider } from './keyProvider.js';
@@ -51,14 +51,18 @@ export type Task =
  * `refuseIf`: when a plaintext contains it, nothing is rendered (`{ refused: true }`,
  * remembered under the key too): the caller needs the values themselves (reference
  * expansion happens on the main thread, for that request only).
+ * Instead of `segments` / `segmentEnds`, a task may carry `segmentsPort`: the caller sends
+ * them there (one message, `{ segments, segmentEnds }`) while this worker opens the values,
+ * so shaping the answer's fixed text on the main thread and decrypting overlap.
  */
 export interface RenderTask {
   op: 'render';
   cacheKey: string;
   wrappedKey: Uint8Array;
   keyAad: string;
-  segments: string;
-  segmentEnds: Uint32Array;
+  segments?: string;
+  segmentEnds?: Uint32Array;
+  segmentsPort?: MessagePort;
   blobs: Uint8Array;
   blobEnds: Uint32Array;
   aads: string;
@@ -261,6 +265,74 @@ function transferring<T extends object>(value: T, buffers: Uint8Array[]): T {
   return Piscina.move(movable as never) as unknown as T;
 }
 
+/** The fixed text of a render: in the task, or (segmentsPort) sent by the caller meanwhile. */
+interface Segments {
+  segments: string;
+  segmentEnds: Uint32Array;
+}
+const isSegments = (v: unknown, n: number): v is Segments => {
+  const x = v as Partial<Segments> | null;
+  return (
+    x !== null &&
+    typeof x === 'object' &&
+    isStr(x.segments) &&
+    x.segmentEnds instanceof Uint32Array &&
+    x.segmentEnds.length === n + 1 &&
+    ascending(x.segmentEnds, x.segments.length)
+  );
+};
+
+/** The one message on `port` (null: anything else, or the port closed first). */
+function segmentsFrom(port: MessagePort, n: number): Promise<Segments | null> {
+  return new Promise((resolve) => {
+    port.once('message', (m: unknown) => resolve(isSegments(m, n) ? m : null));
+    port.once('close', () => resolve(null));
+  });
+}
+
+async function render(keyProvider: KeyProvider, t: RenderTask): Promise<Results['render'] | Failure> {
+  const { blobs, blobEnds, aads, aadEnds } = t;
+  if (!isStr(t.cacheKey) || !isBytes(t.wrappedKey) || !isStr(t.keyAad) || !isStr(aads) || !isBytes(blobs)) return fail('BAD_TASK');
+  if (!(blobEnds instanceof Uint32Array) || !(aadEnds instanceof Uint32Array)) return fail('BAD_TASK');
+  const n = blobEnds.length;
+  if (aadEnds.length !== n || !ascending(blobEnds, blobs.length) || !ascending(aadEnds, aads.length)) return fail('BAD_TASK');
+  const late = t.segmentsPort !== undefined;
+  if (late ? !(t.segmentsPort instanceof MessagePort) || t.segments !== undefined || t.segmentEnds !== undefined : !isSegments(t, n)) {
+    return fail('BAD_TASK');
+  }
+  if (t.refuseIf !== undefined && (!isStr(t.refuseIf) || t.refuseIf === '')) return fail('BAD_TASK');
+  applyForgets();
+  const key = await dataKey(keyProvider, asBuffer(t.wrappedKey), t.keyAad);
+  if (key === null) return fail('UNWRAP_FAILED');
+  const byVersion = (v: number) => (v === DATA_KEY_VERSION ? key : undefined);
+  const all = asBuffer(blobs);
+  const literals: string[] = new Array<string>(n);
+  for (let i = 0; i < n; i++) {
+    const blob = all.subarray(i === 0 ? 0 : blobEnds[i - 1], blobEnds[i]);
+    const aad = aads.slice(i === 0 ? 0 : aadEnds[i - 1], aadEnds[i]);
+    const plain = open(byVersion, blob, aad);
+    if (plain === null) return fail('OPEN_FAILED', i);
+    const text = plain.toString('utf8');
+    plain.fill(0);
+    if (t.refuseIf !== undefined && text.includes(t.refuseIf)) {
+      rememberRendered(t.cacheKey, REFUSED);
+      return { ok: true, refused: true };
+    }
+    literals[i] = JSON.stringify(text);
+  }
+  const fixed = late ? await segmentsFrom(t.segmentsPort!, n) : (t as Segments);
+  if (fixed === null) return fail('BAD_TASK');
+  const { segments, segmentEnds } = fixed;
+  const parts: string[] = [segments.slice(0, segmentEnds[0])];
+  for (let i = 0; i < n; i++) parts.push(literals[i]!, segments.slice(segmentEnds[i], segmentEnds[i + 1]));
+  const json = parts.join('');
+  // A whole ArrayBuffer of its own (never Node's shared pool): it is cached and zeroed.
+  const bytes = new Uint8Array(Buffer.byteLength(json, 'utf8'));
+  Buffer.from(bytes.buffer).write(json, 'utf8');
+  rememberRendered(t.cacheKey, bytes);
+  return { ok: true, bytes };
+}
+
 export default async function handle(task: unknown): Promise<Results[keyof Results] | Failure> {
   try {
     return await dispatch(task as Task);
@@ -321,38 +393,13 @@ async function dispatch(t: Task): Promise<Results[keyof Results] | Failure> {
     }
 
     case 'render': {
-      const { segments, segmentEnds, blobs, blobEnds, aads, aadEnds } = t;
-      if (!isStr(t.cacheKey) || !isBytes(t.wrappedKey) || !isStr(t.keyAad) || !isStr(segments) || !isStr(aads) || !isBytes(blobs)) return fail('BAD_TASK');
-      if (!(segmentEnds instanceof Uint32Array) || !(blobEnds instanceof Uint32Array) || !(aadEnds instanceof Uint32Array)) return fail('BAD_TASK');
-      const n = blobEnds.length;
-      if (aadEnds.length !== n || segmentEnds.length !== n + 1) return fail('BAD_TASK');
-      if (!ascending(segmentEnds, segments.length) || !ascending(blobEnds, blobs.length) || !ascending(aadEnds, aads.length)) return fail('BAD_TASK');
-      if (t.refuseIf !== undefined && (!isStr(t.refuseIf) || t.refuseIf === '')) return fail('BAD_TASK');
-      applyForgets();
-      const key = await dataKey(keyProvider, asBuffer(t.wrappedKey), t.keyAad);
-      if (key === null) return fail('UNWRAP_FAILED');
-      const byVersion = (v: number) => (v === DATA_KEY_VERSION ? key : undefined);
-      const all = asBuffer(blobs);
-      const parts: string[] = [segments.slice(0, segmentEnds[0])];
-      for (let i = 0; i < n; i++) {
-        const blob = all.subarray(i === 0 ? 0 : blobEnds[i - 1], blobEnds[i]);
-        const aad = aads.slice(i === 0 ? 0 : aadEnds[i - 1], aadEnds[i]);
-        const plain = open(byVersion, blob, aad);
-        if (plain === null) return fail('OPEN_FAILED', i);
-        const text = plain.toString('utf8');
-        plain.fill(0);
-        if (t.refuseIf !== undefined && text.includes(t.refuseIf)) {
-          rememberRendered(t.cacheKey, REFUSED);
-          return { ok: true, refused: true };
-        }
-        parts.push(JSON.stringify(text), segments.slice(segmentEnds[i], segmentEnds[i + 1]));
+      const port = t.segmentsPort;
+      try {
+        return await render(keyProvider, t);
+      } finally {
+        // Unread when the task failed or refused early: the caller's message goes nowhere.
+        if (port instanceof MessagePort) port.close();
       }
-      const json = parts.join('');
-      // A whole ArrayBuffer of its own (never Node's shared pool): it is cached and zeroed.
-      const bytes = new Uint8Array(Buffer.byteLength(json, 'utf8'));
-      Buffer.from(bytes.buffer).write(json, 'utf8');
-      rememberRendered(t.cacheKey, bytes);
-      return { ok: true, bytes };
     }
 
     // A separate subkey, so a MAC can never be confused with anything sealed

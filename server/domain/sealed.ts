@@ -136,7 +136,8 @@ export type RenderedSealed = { bytes: Buffer; refused?: undefined } | { bytes?: 
  * literals, between `segments` (see Crypto.render); the worker keeps the bytes under
  * `cacheKey`, which must name an exact version of every input. `cached`: ask the
  * worker's cache first (a task that carries the key alone); `itemsOf` is only called when
- * the blobs must be sent. Every item must be sealed under `dataKey` (one key: during an
+ * the blobs must be sent. `segments` as a function: shaped while the worker opens the
+ * values (a first render). Every item must be sealed under `dataKey` (one key: during an
  * online re-key, a folder under two keys is answered by openSealed). Failures as openSealed.
  */
 export async function renderSealed(
@@ -144,18 +145,19 @@ export async function renderSealed(
   project: Pick<ProjectRecord, 'id'>,
   dataKey: { id: string; wrapped: Buffer },
   cacheKey: string,
-  segments: string[],
+  segments: string[] | (() => string[]),
   itemsOf: () => SealedItem[],
   opts: { refuseIf?: string; cached?: boolean } = {},
 ): Promise<RenderedSealed> {
   // Nothing sealed: the bytes are the (non-secret) segment alone.
-  if (segments.length === 1) return { bytes: Buffer.from(segments[0]!, 'utf8') };
+  if (Array.isArray(segments) && segments.length === 1) return { bytes: Buffer.from(segments[0]!, 'utf8') };
   if (opts.cached) {
     const hit = await crypto.rendered(cacheKey);
     if (hit !== undefined) return hit;
   }
   // Built only when the worker needs them (a first render, or a worker that has not cached it).
   const items = itemsOf();
+  if (items.length === 0 && typeof segments === 'function') return { bytes: Buffer.from(segments()[0]!, 'utf8') };
   try {
     return await crypto.render(dataKey.wrapped, dataKeyAad(dataKey.id), cacheKey, segments, items, opts.refuseIf);
   } catch (err) {

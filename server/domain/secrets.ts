@@ -179,16 +179,18 @@ export const rowItems = (project: ProjectRecord, env: EnvironmentRow, rows: read
  * The fixed text of a list's answer around its sealed parts: for each row in order, a
  * slot for its value, then one for its comment when the row has one (`hasComment`);
  * `segments.length` is the number of slots + 1. `views` carry every field but the value
- * and the comment (empty strings there). Undefined: this answer cannot be shaped so.
+ * and the comment (empty strings there).
  */
-export type ListShaper = (views: readonly SecretView[], hasComment: readonly boolean[]) => string[] | undefined;
+export type ListShaper = (views: readonly SecretView[], hasComment: readonly boolean[]) => string[];
 
 /** A folder version's shaped answer: its segments and the serial that names it in the workers' cache. */
 interface ListTemplate {
   projectId: string;
   environment: string;
   shaper: ListShaper;
-  segments: string[];
+  /** Shaped on first use, by `shape` (while the first render's worker opens the values), then kept. */
+  segments: string[] | undefined;
+  shape: () => string[];
   /** The worker cache's keys of this answer: with references expanded, and raw. */
   keys: { expanded: string; raw: string };
   /** Cache keys already rendered once (later reads ask the worker's cache first). */
@@ -286,19 +288,23 @@ export function secretsDomain(deps: SecretsDeps) {
   const rendering = new Map<string, Promise<RenderedSealed>>();
   let serials = 0;
 
-  function templateOf(project: ProjectRecord, env: EnvironmentRow, snap: FolderSnapshot, shaper: ListShaper): ListTemplate | undefined {
+  function templateOf(project: ProjectRecord, env: EnvironmentRow, snap: FolderSnapshot, shaper: ListShaper): ListTemplate {
     const known = templates.get(snap);
     // The project and environment come from other caches than the snapshot: a renamed
     // environment is another template (and another cache key).
     if (known !== undefined && known.projectId === project.id && known.environment === env.slug && known.shaper === shaper) return known;
-    const pathOf = new Map(snap.folders.map((f) => [f.id, f.path]));
-    const views = snap.rows.map((r) => secretView(project, env, r, pathOf.get(r.folderId)!, '', ''));
-    const segments = shaper(views, snap.rows.map((r) => r.commentBlob !== null));
-    if (segments === undefined) return undefined;
+    const shape = () => {
+      if (t.segments === undefined) {
+        const pathOf = new Map(snap.folders.map((f) => [f.id, f.path]));
+        const views = snap.rows.map((r) => secretView(project, env, r, pathOf.get(r.folderId)!, '', ''));
+        t.segments = shaper(views, snap.rows.map((r) => r.commentBlob !== null));
+      }
+      return t.segments;
+    };
     const serial = ++serials;
     const prefix = renderedListPrefix(env.id);
     const keys = { expanded: `${prefix}${serial}:x`, raw: `${prefix}${serial}:r` };
-    const t: ListTemplate = { projectId: project.id, environment: env.slug, shaper, segments, keys, rendered: new Set() };
+    const t: ListTemplate = { projectId: project.id, environment: env.slug, shaper, segments: undefined, shape, keys, rendered: new Set() };
     templates.set(snap, t);
     return t;
   }
@@ -523,7 +529,6 @@ export function secretsDomain(deps: SecretsDeps) {
       if (!isRenderable(snap)) return undefined;
       const first = snap.rows[0];
       const t = templateOf(project, env, snap, shaper);
-      if (t === undefined) return undefined;
       // A value holding a reference needs expanding: that answer is built the slow way.
       const expand = q.expandSecretReferences === true;
       const key = expand ? t.keys.expanded : t.keys.raw;
@@ -532,7 +537,7 @@ export function secretsDomain(deps: SecretsDeps) {
       else {
         const cached = t.rendered.has(key);
         t.rendered.add(key);
-        p = renderSealed(renderer, project, { id: first?.dataKeyId ?? '', wrapped: first?.wrappedKey ?? Buffer.alloc(0) }, key, t.segments, () => rowItems(project, env, snap.rows), {
+        p = renderSealed(renderer, project, { id: first?.dataKeyId ?? '', wrapped: first?.wrappedKey ?? Buffer.alloc(0) }, key, t.segments ?? t.shape, () => rowItems(project, env, snap.rows), {
           refuseIf: expand ? '${' : undefined,
           cached,
         });

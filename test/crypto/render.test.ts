@@ -74,3 +74,37 @@ t.test('failures: a blob that does not open names its index; malformed tasks are
   const other = await c.generateDataKey('project:p2');
   t.equal(await codeOf(t, c.render(other, AAD, 'k:w', ['[', ',', ']'], items)), 'UNWRAP_FAILED', 'a data key under another aad');
 });
+
+t.test('segments as a function: shaped after the task is sent, the same bytes as given up front', async (t) => {
+  const values = ['plain', 'quote " and ünïcødé', 'x'.repeat(10_000)];
+  const { c, dk, items } = await sealed(t, values);
+  const segments = ['{"a":[', ',', ',', ']}'];
+  const upFront = await c.render(dk, AAD, 'k:up', segments, items);
+  let calls = 0;
+  const late = await c.render(dk, AAD, 'k:late', () => (calls++, segments), items);
+  t.equal(calls, 1, 'shaped once');
+  t.ok(late.bytes?.equals(upFront.bytes!), 'same bytes');
+  t.ok((await c.rendered('k:late'))?.bytes?.equals(upFront.bytes!), 'and cached under its key');
+
+  // Many at once through one worker: each task gets its own fixed text.
+  const many = await Promise.all(
+    Array.from({ length: 20 }, (_, i) => c.render(dk, AAD, `k:many:${i}`, () => [`{"n":${i},"a":[`, ',', ',', ']}'], items)),
+  );
+  many.forEach((r, i) => t.equal(JSON.parse(r.bytes!.toString()).n, i, `task ${i} got its own segments`));
+});
+
+t.test('segments as a function: what shaping throws is what render throws; a wrong count is BAD_TASK', async (t) => {
+  const { c, dk, items } = await sealed(t, ['a', 'b']);
+  const boom = new Error('shaping failed');
+  const err = await c
+    .render(dk, AAD, 'k:throws', () => {
+      throw boom;
+    }, items)
+    .catch((e: unknown) => e);
+  t.equal(err, boom, "the shaper's error, not the worker's");
+  t.equal(await c.rendered('k:throws'), undefined, 'nothing cached');
+  t.equal(await codeOf(t, c.render(dk, AAD, 'k:count', () => ['[', ']'], items)), 'BAD_TASK', 'segments must be items + 1');
+  t.same(await c.render(dk, AAD, 'k:refuse', () => ['[', ',', ']'], [items[0]!, items[1]!], 'b'), { refused: true }, 'a refusal needs no segments');
+  const ok = await c.render(dk, AAD, 'k:after', () => ['[', ',', ']'], items);
+  t.equal(ok.bytes!.toString(), '["a","b"]', 'the worker serves the next task after each of these');
+});
