@@ -11,7 +11,7 @@
 // bumped key version cannot redirect a blob to another key, and the caller's aad
 // (the row the blob belongs to) makes a blob copied elsewhere fail to open.
 // The header has a fixed length, so the concatenation is unambiguous.
-import { createCipheriv, createDecipheriv, randomFillSync } from 'node:crypto';
+import { createCipheriv, createDecipheriv, randomFillSync, type KeyObject } from 'node:crypto';
 
 export const FORMAT_V1 = 0x01;
 const HEADER_LEN = 5;
@@ -25,8 +25,12 @@ export interface BlobHeader {
   keyVersion: number;
 }
 
-export function seal(key: Buffer, keyVersion: number, plaintext: Buffer, aad: string): Buffer {
-  if (key.length !== KEY_LEN) throw new RangeError('seal: key must be 32 bytes');
+/** A 256-bit key as bytes, or as a KeyObject (its bytes held natively, not copied per call). */
+export type BlobKey = Buffer | KeyObject;
+const keyLength = (key: BlobKey): number | undefined => (Buffer.isBuffer(key) ? key.length : key.symmetricKeySize);
+
+export function seal(key: BlobKey, keyVersion: number, plaintext: Buffer, aad: string): Buffer {
+  if (keyLength(key) !== KEY_LEN) throw new RangeError('seal: key must be 32 bytes');
   if (!Number.isInteger(keyVersion) || keyVersion < 0 || keyVersion > 0xffffffff) {
     throw new RangeError('seal: key version must be a uint32');
   }
@@ -51,11 +55,11 @@ export function seal(key: Buffer, keyVersion: number, plaintext: Buffer, aad: st
  * Returns null on every failure (too short, unknown format, unknown key version,
  * bad tag) so a caller cannot learn which check failed.
  */
-export function open(keyByVersion: (v: number) => Buffer | undefined, blob: Buffer, aad: string): Buffer | null {
+export function open(keyByVersion: (v: number) => BlobKey | undefined, blob: Buffer, aad: string): Buffer | null {
   const header = headerOf(blob);
   if (header === null || header.format !== FORMAT_V1) return null;
   const key = keyByVersion(header.keyVersion);
-  if (key === undefined || key.length !== KEY_LEN) return null;
+  if (key === undefined || keyLength(key) !== KEY_LEN) return null;
   try {
     const nonce = blob.subarray(HEADER_LEN, HEADER_LEN + NONCE_LEN);
     const decipher = createDecipheriv('aes-256-gcm', key, nonce, { authTagLength: TAG_LEN });

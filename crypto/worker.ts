@@ -3,7 +3,7 @@
 //
 // Expected failures are returned as { ok: false, code }, never thrown: an Error
 // crossing the thread boundary loses its code, and its message could carry input.
-import { createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { createHash, createHmac, createSecretKey, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
 import { BroadcastChannel, isMainThread, MessagePort, receiveMessageOnPort, threadId } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { open, seal } from './blob.js';
@@ -149,10 +149,17 @@ async function init(t: InitTask): Promise<Results['init'] | Failure> {
 
 // Unwrapped data keys, least recently used first (Map keeps insertion order).
 // Keyed by aad and a digest of the wrapped bytes: the same bytes under the same
-// aad always unwrap to the same key, so a hit is as good as an unwrap.
-const cache = new Map<string, Buffer>();
+// aad always unwrap to the same key, so a hit is as good as an unwrap. Held as a
+// KeyObject (the unwrapped bytes are zeroed once copied into it): a cipher made from
+// it skips copying the key in (~0.7 of ~5 µs per value opened), and its MAC subkey
+// is derived once, not per task.
+interface DataKey {
+  readonly cipher: KeyObject;
+  mac: Buffer | undefined;
+}
+const cache = new Map<string, DataKey>();
 
-async function dataKey(p: KeyProvider, wrapped: Buffer, keyAad: string): Promise<Buffer | null> {
+async function dataKey(p: KeyProvider, wrapped: Buffer, keyAad: string): Promise<DataKey | null> {
   const id = `${keyAad}:${createHash('sha256').update(wrapped).digest('hex')}`;
   const hit = cache.get(id);
   if (hit !== undefined) {
@@ -161,11 +168,20 @@ async function dataKey(p: KeyProvider, wrapped: Buffer, keyAad: string): Promise
     return hit;
   }
   const key = await p.unwrap(wrapped, keyAad);
-  if (key === null || key.length !== 32) return null;
+  if (key === null || key.length !== 32) {
+    key?.fill(0);
+    return null;
+  }
+  const entry: DataKey = { cipher: createSecretKey(key), mac: undefined };
+  key.fill(0);
   if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
-  cache.set(id, key);
-  return key;
+  cache.set(id, entry);
+  return entry;
 }
+
+// A separate subkey, so a MAC can never be confused with anything sealed under the
+// data key itself.
+const macKeyOf = (key: DataKey): Buffer => (key.mac ??= Buffer.from(hkdfSync('sha256', key.cipher, Buffer.alloc(0), MAC_INFO, 32)));
 
 // Rendered responses (plaintext, as UTF-8 JSON bytes), least recently used first. Inside
 // the trust boundary that already holds every data key; bounded in bytes and entries.
@@ -304,7 +320,7 @@ async function render(keyProvider: KeyProvider, t: RenderTask): Promise<Results[
   applyForgets();
   const key = await dataKey(keyProvider, asBuffer(t.wrappedKey), t.keyAad);
   if (key === null) return fail('UNWRAP_FAILED');
-  const byVersion = (v: number) => (v === DATA_KEY_VERSION ? key : undefined);
+  const byVersion = (v: number) => (v === DATA_KEY_VERSION ? key.cipher : undefined);
   const all = asBuffer(blobs);
   const literals: string[] = new Array<string>(n);
   for (let i = 0; i < n; i++) {
@@ -366,7 +382,7 @@ async function dispatch(t: Task): Promise<Results[keyof Results] | Failure> {
       if (!t.items.every((i) => isStr(i?.plaintext) && isStr(i.aad))) return fail('BAD_TASK');
       const key = await dataKey(keyProvider, asBuffer(t.wrappedKey), t.keyAad);
       if (key === null) return fail('UNWRAP_FAILED');
-      const blobs = t.items.map((i) => seal(key, DATA_KEY_VERSION, Buffer.from(i.plaintext, 'utf8'), i.aad));
+      const blobs = t.items.map((i) => seal(key.cipher, DATA_KEY_VERSION, Buffer.from(i.plaintext, 'utf8'), i.aad));
       return transferring({ ok: true, blobs }, blobs);
     }
 
@@ -376,7 +392,7 @@ async function dispatch(t: Task): Promise<Results[keyof Results] | Failure> {
       if (!t.items.every((i) => isBytes(i?.blob) && isStr(i.aad))) return fail('BAD_TASK');
       const key = await dataKey(keyProvider, asBuffer(t.wrappedKey), t.keyAad);
       if (key === null) return fail('UNWRAP_FAILED');
-      const byVersion = (v: number) => (v === DATA_KEY_VERSION ? key : undefined);
+      const byVersion = (v: number) => (v === DATA_KEY_VERSION ? key.cipher : undefined);
       const values: string[] = [];
       for (const [index, item] of t.items.entries()) {
         const plain = open(byVersion, asBuffer(item.blob), item.aad);
@@ -402,13 +418,11 @@ async function dispatch(t: Task): Promise<Results[keyof Results] | Failure> {
       }
     }
 
-    // A separate subkey, so a MAC can never be confused with anything sealed
-    // under the data key itself.
     case 'mac': {
       if (!isBytes(t.wrappedKey) || !isStr(t.keyAad) || !Array.isArray(t.messages) || !t.messages.every(isStr)) return fail('BAD_TASK');
       const key = await dataKey(keyProvider, asBuffer(t.wrappedKey), t.keyAad);
       if (key === null) return fail('UNWRAP_FAILED');
-      const macKey = Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), MAC_INFO, 32));
+      const macKey = macKeyOf(key);
       return { ok: true, macs: t.messages.map((m) => createHmac('sha256', macKey).update(m, 'utf8').digest()) };
     }
 
@@ -422,7 +436,7 @@ async function dispatch(t: Task): Promise<Results[keyof Results] | Failure> {
       if (!isPair(t.final) || !Array.isArray(t.extra) || !t.extra.every(isStr)) return fail('BAD_TASK');
       const key = await dataKey(keyProvider, asBuffer(t.wrappedKey), t.keyAad);
       if (key === null) return fail('UNWRAP_FAILED');
-      const macKey = Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), MAC_INFO, 32));
+      const macKey = macKeyOf(key);
       const mac = (m: string) => createHmac('sha256', macKey).update(m, 'utf8').digest();
       const links: Buffer[] = [];
       let prev = asBuffer(t.start);
