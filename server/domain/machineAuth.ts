@@ -88,7 +88,9 @@ export function machineAuth(deps: MachineAuthDeps) {
 
   /** `isHeader`: `key` is an Authorization header, parsed only when it is not held. */
   async function claimsOf(key: string, isHeader = false) {
-    const hit = verified.get(key);
+    // A bare token (revoke, renew) was most likely verified under the header that carried
+    // it in a read just before (ESO's cycle: login, read, revoke).
+    const hit = verified.get(key) ?? (isHeader ? undefined : verified.get(`Bearer ${key}`));
     let claims = hit !== undefined && hit.until > now() ? hit.claims : undefined;
     if (!claims) {
       claims = await tokens.verify(isHeader ? bearerToken(key) : key);
