@@ -2,7 +2,7 @@
 // person's session token), or the browser's session cookie, which additionally needs
 // the CSRF token on every state-changing request.
 import type { Actor } from '../domain/access.js';
-import type { MachineAuth } from '../domain/machineAuth.js';
+import { MAX_BEARER_HEADER, type MachineAuth } from '../domain/machineAuth.js';
 import type { Origin } from '../domain/pipeline.js';
 import type { UsersDomain } from '../domain/users.js';
 import { AppError } from '../errors.js';
@@ -50,7 +50,6 @@ export function clearedSessionCookie(req: HttpRequest, mode: CookieSecureMode): 
 
 /** How many Authorization headers' token kinds are remembered (FIFO; ~0.5 KB each). */
 export const TOKEN_KINDS_MAX = 1024;
-const MAX_REMEMBERED_HEADER = 4200;
 
 export function authenticator(deps: { machineAuth: Pick<MachineAuth, 'authenticate'>; users: Pick<UsersDomain, 'authenticate' | 'checkCsrf'> }) {
   const { machineAuth, users } = deps;
@@ -63,7 +62,7 @@ export function authenticator(deps: { machineAuth: Pick<MachineAuth, 'authentica
     if (kind === undefined) {
       const m = /^Bearer[ ]+(\S{1,4096})[ ]*$/i.exec(authorization);
       kind = m && tokenTypeOf(m[1]!) === 'userSession' ? 'session' : 'machine';
-      if (authorization.length > MAX_REMEMBERED_HEADER) return kind;
+      if (authorization.length > MAX_BEARER_HEADER) return kind;
       if (kinds.size >= TOKEN_KINDS_MAX) kinds.delete(kinds.keys().next().value!);
       kinds.set(authorization, kind);
     }

@@ -47,9 +47,9 @@ function ipAllowed(list: TrustedIp[], ip: () => string | null | undefined): bool
   return m.match(address);
 }
 
+/** The longest Authorization header worth remembering by its text ("Bearer", spaces, a 4,096-character token). */
+export const MAX_BEARER_HEADER = 4200;
 /** See claimsOf: 10,000 entries of ~1 KB. */
-/** The longest Authorization header that can carry a token ("Bearer", spaces, 4,096 characters). */
-const MAX_BEARER_HEADER = 4200;
 export const VERIFIED_MAX = 10_000;
 export const VERIFIED_TTL_MS = 60_000;
 

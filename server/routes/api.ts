@@ -59,8 +59,8 @@ export interface RouteInput<C extends Caller, P extends string, Q, B, PS = undef
 class RequestOrigin implements Origin {
   #ip: string | undefined;
   readonly #req: HttpRequest;
-  readonly #isTrustedProxy: (ip: string) => boolean;
-  constructor(req: HttpRequest, isTrustedProxy: (ip: string) => boolean) {
+  readonly #isTrustedProxy: ReturnType<typeof ipMatcher>;
+  constructor(req: HttpRequest, isTrustedProxy: ReturnType<typeof ipMatcher>) {
     this.#req = req;
     this.#isTrustedProxy = isTrustedProxy;
   }
