@@ -45,7 +45,13 @@ export interface UniversalAuthSettings {
 }
 
 /** A login attempt claimed (the configuration as it is now), or refused while locked. */
-export type LoginClaim = { claimed: true; ua: UniversalAuthRow } | { claimed: false; retryAfterSeconds: number };
+/**
+ * A claimed attempt carries its decision (claimLogin): the matching secret, or none; or
+ * `undecided` (no match under the presented MAC's key, but usable secrets under another).
+ */
+export type LoginClaim =
+  | { claimed: true; ua: UniversalAuthRow; matchedSecretId: string | undefined; undecided: boolean }
+  | { claimed: false; retryAfterSeconds: number };
 
 export interface ClientSecretRow {
   id: string;
@@ -101,7 +107,13 @@ const CLIENT_SECRET_INFO = [
   'id', 'identity_id', 'prefix', 'description', 'ttl', 'num_uses', 'num_uses_limit', 'is_revoked', 'last_used_at', 'created_at', 'updated_at',
 ] as const;
 
+/** A client secret (aliased `s`) that can still log in: not revoked, not expired, not used up. */
+const USABLE_SECRET = `not s.is_revoked and (s.ttl = 0 or s.created_at + make_interval(secs => s.ttl) > now())
+  and (s.num_uses_limit = 0 or s.num_uses < s.num_uses_limit)`;
+
 export function identitiesStore(sql: Queryable) {
+  // A fragment per statement (a postgres.js query object is not shared between statements).
+  const usable = () => sql.unsafe(USABLE_SECRET);
   return {
     async insert(i: { orgId: string; name: string }): Promise<IdentityRow> {
       const [row] = await sql<IdentityRow[]>`insert into identities (id, org_id, name)
@@ -173,33 +185,68 @@ export function identitiesStore(sql: Queryable) {
       return row;
     },
 
-    async universalAuthByClientId(clientId: string): Promise<UniversalAuthRow | undefined> {
-      const [row] = await sql<UniversalAuthRow[]>`select ${sql(UA_COLUMNS)} from identity_universal_auth where client_id = ${clientId}`;
+    /**
+     * With whether a usable client secret of the identity was hashed under a MAC key other
+     * than the current one (a rekey not yet followed by its login): claimLogin can then not
+     * decide alone.
+     */
+    async universalAuthByClientId(clientId: string): Promise<(UniversalAuthRow & { staleMacCandidates: boolean }) | undefined> {
+      const [row] = await sql<(UniversalAuthRow & { staleMacCandidates: boolean })[]>`select ${sql(UA_COLUMNS)},
+          exists (select 1 from identity_client_secrets s where s.identity_id = u.identity_id and ${usable()}
+            and s.mac_key_id <> (select c.key_id from crypto_canary c where c.id = 1)) as stale_mac_candidates
+        from identity_universal_auth u where client_id = ${clientId}`;
       return row;
     },
 
     /**
-     * Claims a login attempt before its secret is checked, in one statement: counted as a
-     * failure unless `maxAttempts` failures were already counted within the last
-     * `lockSeconds` (the lock runs from the last counted one); failures older than that
-     * no longer count and the count starts again. The claimed row stays locked until the
-     * caller's transaction ends, so the logins of one client are checked one at a time: a
-     * parallel burst of wrong guesses gets at most `maxAttempts` checks, and a success
-     * (which clears the count in the same transaction) never sees another's claim.
-     * `at` is the caller's clock (tests move it). Undefined when the identity has no
-     * Universal Auth (any more).
+     * Claims a login attempt and decides it, in one statement: refused unless fewer than
+     * `maxAttempts` failures were counted within the last `lockSeconds` (the lock runs from
+     * the last counted one; older failures no longer count and the count starts again).
+     * Only a claimed attempt has its secret compared: `presented` (the secret's MAC under
+     * MAC key `keyId`) against the identity's usable secrets hashed under that key, in the
+     * statement's SET, which runs for a claimed row only. A match clears the count; anything
+     * else counts a failure. A claim with no match while the identity has usable secrets
+     * under another MAC key is `undecided`: counted as a failure, for the caller to compare
+     * under those keys and clear the count on a match.
+     *
+     * The claimed row stays locked until the caller's transaction ends, so the logins of one
+     * client are decided one at a time in statement order: a parallel burst of wrong guesses
+     * gets at most `maxAttempts` compared, and a success never sees another's claim. As the
+     * outcome is decided here, the next login's claim may be sent before this one's answer
+     * is back. `at` is the caller's clock (tests move it). Undefined when the identity has
+     * no Universal Auth (any more).
      */
-    async claimLogin(identityId: string, maxAttempts: number, lockSeconds: number, at: Date): Promise<LoginClaim | undefined> {
-      const [ua] = await sql<UniversalAuthRow[]>`update identity_universal_auth as u set
-          failed_logins = case when u.last_failed_login_at is null
+    async claimLogin(
+      identityId: string,
+      maxAttempts: number,
+      lockSeconds: number,
+      at: Date,
+      presented: { keyId: string; mac: Buffer },
+    ): Promise<LoginClaim | undefined> {
+      // The MAC is keyed and computed here from the presented secret: a caller cannot choose
+      // the bytes compared, so a plain (early-exit) comparison tells nothing.
+      const [ua] = await sql<(UniversalAuthRow & { matchedSecretId: string | null; undecided: boolean })[]>`with matched as materialized (
+          select s.id from identity_client_secrets s
+          where s.identity_id = ${identityId} and s.mac_key_id = ${presented.keyId} and s.secret_hash = ${presented.mac} and ${usable()}
+          order by s.id limit 1
+        )
+        update identity_universal_auth as u set
+          failed_logins = case when exists (select 1 from matched) then 0
+            when u.last_failed_login_at is null
               or u.last_failed_login_at <= ${at}::timestamptz - make_interval(secs => ${lockSeconds})
             then 1 else u.failed_logins + 1 end,
-          last_failed_login_at = ${at}::timestamptz
+          last_failed_login_at = case when exists (select 1 from matched) then null else ${at}::timestamptz end,
+          locked_until = case when exists (select 1 from matched) then null else u.locked_until end
         where u.identity_id = ${identityId}
           and (u.failed_logins < ${maxAttempts} or u.last_failed_login_at is null
             or u.last_failed_login_at <= ${at}::timestamptz - make_interval(secs => ${lockSeconds}))
-        returning ${sql(UA_COLUMNS)}`;
-      if (ua) return { claimed: true, ua };
+        returning ${sql(UA_COLUMNS)}, (select id from matched) as matched_secret_id,
+          not exists (select 1 from matched) and exists (select 1 from identity_client_secrets s
+            where s.identity_id = u.identity_id and s.mac_key_id <> ${presented.keyId} and ${usable()}) as undecided`;
+      if (ua) {
+        const { matchedSecretId, undecided, ...row } = ua;
+        return { claimed: true, ua: row, matchedSecretId: matchedSecretId ?? undefined, undecided };
+      }
       // A statement of its own: it sees the claims committed while this one waited.
       const [lock] = await sql<{ retryAfterSeconds: number | null }[]>`select
           ceil(extract(epoch from last_failed_login_at + make_interval(secs => ${lockSeconds}) - ${at}::timestamptz))::int as retry_after_seconds
@@ -240,9 +287,7 @@ export function identitiesStore(sql: Queryable) {
       return sql<(ClientSecretRow & { macKeyWrapped: Buffer })[]>`select s.*,
           (select k.wrapped from crypto_keys k where k.id = s.mac_key_id) as mac_key_wrapped
         from identity_client_secrets s
-        where identity_id = ${identityId} and not is_revoked
-          and (ttl = 0 or created_at + make_interval(secs => ttl) > now())
-          and (num_uses_limit = 0 or num_uses < num_uses_limit)`;
+        where s.identity_id = ${identityId} and ${usable()}`;
     },
 
     /** A successful login under an older MAC key version: the hash made again under the current one. */

@@ -165,8 +165,8 @@ export function machineAuth(deps: MachineAuthDeps) {
     /**
      * `ip`: the client's address (server/http/clientAddress.ts). Order: unknown client id
      * (401), an address outside the client-secret trusted IPs (403, not counted as a
-     * failure, as in Infisical), then the attempt is claimed (429 while locked) and only
-     * then is the secret compared.
+     * failure, as in Infisical), then the attempt is claimed (429 while locked) and only a
+     * claimed attempt has its secret compared (claimLogin, in the claim's statement).
      */
     async login(input: { clientId: string; clientSecret: string; ip?: string | null }): Promise<LoginResult> {
       // The MAC is computed even for an unknown client id, so both failures cost the same.
@@ -179,27 +179,33 @@ export function machineAuth(deps: MachineAuthDeps) {
       const issuedAt = now();
       const tokenId = randomUUID();
       const outcome = await asIdentityGrouped(found.identityId, `login:${found.identityId}`, { ip: input.ip }).run(async ({ s, audit, sent }) => {
-        // Claimed before the secret is compared; the row stays locked until this
-        // transaction ends, so one client's logins are checked one at a time. The
-        // candidates are read in the same round trip (statements in a transaction run in order).
-        const [claim, candidates] = await Promise.all([
-          s.identities.claimLogin(found.identityId, lockout.maxAttempts, lockout.seconds, new Date(issuedAt)),
-          s.identities.usableClientSecrets(found.identityId),
-        ]);
+        // The claim decides the attempt in its own statement; the row stays locked until
+        // this transaction ends, so one client's logins are decided one at a time, in the
+        // order their claims run. Nothing this login sends later changes what the identity's
+        // next claim reads, so that claim may follow at once (no round trip per login: ESO
+        // logs in on every sync). Unless a secret awaits its re-MAC after a rekey: a match
+        // under the old key clears the count only after a comparison made here.
+        const claiming = s.identities.claimLogin(found.identityId, lockout.maxAttempts, lockout.seconds, new Date(issuedAt), mac);
+        if (!found.staleMacCandidates) sent();
+        const claim = await claiming;
         if (!claim) throw invalidCredentials();
         if (!claim.claimed) return { locked: claim.retryAfterSeconds } as const;
         const ua = claim.ua;
         // Checked again on the row as it is now (a PATCH may have committed meanwhile).
         if (!ipAllowed(ua.clientSecretTrustedIps, () => input.ip)) throw ipNotAllowed();
-        // Each candidate under the MAC key version it names; every one is compared.
-        const match = await keyring.findClientSecret(input.clientSecret, candidates, mac);
+        let secretId = claim.matchedSecretId;
+        let remac = false;
+        if (claim.undecided) {
+          // Each candidate under the MAC key version it names; every one is compared.
+          const match = await keyring.findClientSecret(input.clientSecret, await s.identities.usableClientSecrets(ua.identityId), mac);
+          secretId = match?.id;
+          // Made under an older MAC key version: made again under the current one.
+          remac = match !== undefined && match.macKeyId !== mac.keyId;
+        }
         // Failed logins are not written to the audit trail (anyone could fill it with
-        // them); the claim made above stays, and counts towards the lockout.
-        if (!match) return { failed: true } as const;
-        const secretId = match.id;
+        // them); the failure the claim counted stays, towards the lockout.
+        if (secretId === undefined) return { failed: true } as const;
         const expiresAt = issuedAt + ua.accessTokenTtl * 1000;
-        // Made under an older MAC key version (before a rekey): made again under the current one.
-        const remac = match.macKeyId !== mac.keyId;
         // One round trip; a secret revoked or used up meanwhile rolls all of it back.
         const writes = Promise.all([
           s.identities.markClientSecretUsed(secretId),
@@ -211,10 +217,10 @@ export function machineAuth(deps: MachineAuthDeps) {
             maxExpiresAt: new Date(issuedAt + ua.accessTokenMaxTtl * 1000),
             numUsesLimit: ua.accessTokenNumUsesLimit,
           }),
-          s.identities.clearLoginFailures(ua.identityId),
+          // A claim that matched cleared the count itself.
+          claim.undecided ? s.identities.clearLoginFailures(ua.identityId) : undefined,
           remac ? s.identities.remacClientSecret(secretId, mac.keyId, mac.mac) : undefined,
         ]);
-        // The identity's next login (grouped) may claim now: its statements run after these.
         sent();
         const [used] = await writes;
         if (!used) throw invalidCredentials();

@@ -39,10 +39,10 @@ export interface Change {
   /** Entries from here on name `actor` (a signup records the account it just created). */
   actAs(actor: AuditActor): void;
   /**
-   * Says this change has sent every statement it will send (it may still wait for their
-   * results, and fail). In a group the next change with the same key may then start: its
-   * statements run after these on the group's connection, so it still sees their effect.
-   * Elsewhere nothing happens.
+   * Says this change has sent every statement whose effect the next change with the same
+   * key must see (it may still send others that touch nothing the key names, wait for
+   * results, and fail). In a group that next change may then start: its statements run
+   * after these on the group's connection, so it sees their effect. Elsewhere nothing happens.
    */
   sent(): void;
 }

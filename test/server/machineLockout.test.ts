@@ -1,11 +1,13 @@
 // Machine (Universal Auth) login lockout: an attempt is claimed before its secret is
-// checked, so a parallel burst of wrong guesses gets at most LOGIN_MAX_ATTEMPTS checks;
-// failures older than the lockout window stop counting; right logins in parallel are
-// never locked out by each other.
+// compared, so a parallel burst of wrong guesses gets at most LOGIN_MAX_ATTEMPTS answers
+// other than 429; failures older than the lockout window stop counting; right logins in
+// parallel are never locked out by each other, also when committed in one group.
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { identityTokens } from '../../server/auth/tokens.js';
+import { rekeyMacKey } from '../../server/domain/keyring.js';
 import { machineAuth } from '../../server/domain/machineAuth.js';
+import type { Change } from '../../server/domain/pipeline.js';
 import { AppError } from '../../server/errors.js';
 import { request } from '../helpers/http.js';
 import { BACKENDS, seedHomelab, startTestService, testEnv, type TestService } from '../helpers/service.js';
@@ -49,28 +51,52 @@ t.test('right logins in parallel all succeed: claims queue, they do not lock eac
   t.same(logins.map((r) => r.status), Array(20).fill(200));
 });
 
-/** The service's machine auth, built again with a clock the test moves and a count of secret checks. */
+/**
+ * The service's machine auth, built again with a clock the test moves. `inOneGroup` runs
+ * logins so that they commit in one group, queued in the order given: a change holds the
+ * group pipeline until each has queued, one after another.
+ */
 function instrumented(svc: TestService, clock: { now: number }) {
   const s = svc.services;
-  let checks = 0;
-  // A secret check is the comparison of the presented secret with the stored hashes.
-  const keyring: typeof s.keyring = {
-    ...s.keyring,
-    findClientSecret: (secret, candidates, current) => {
-      checks++;
-      return s.keyring.findClientSecret(secret, candidates, current);
+  let onQueued: (() => void) | undefined;
+  const changes: typeof s.changes = {
+    ...s.changes,
+    groupedByCaller: (actor, origin, key) => {
+      const grant = s.changes.groupedByCaller(actor, origin, key);
+      return {
+        run: <T>(body: (c: Change) => Promise<T>) => {
+          const result = grant.run(body);
+          onQueued?.();
+          return result;
+        },
+      };
     },
   };
   const auth = machineAuth({
     store: s.store,
-    keyring,
+    keyring: s.keyring,
     tokens: identityTokens(randomBytes(32)),
     caches: s.caches,
-    changes: s.changes,
+    changes,
     lockout: { maxAttempts: 3, seconds: 300 },
     now: () => clock.now,
   });
-  return { auth, checks: () => checks };
+  async function inOneGroup(logins: Array<() => Promise<string>>): Promise<string[]> {
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const held = s.changes.groupedByCaller({ actorType: 'system', actorId: null }, {}, 'gate').run(() => gate);
+    const outcomes: Promise<string>[] = [];
+    for (const login of logins) {
+      const queued = new Promise<void>((resolve) => (onQueued = resolve));
+      outcomes.push(login());
+      await queued;
+    }
+    onQueued = undefined;
+    open();
+    await held;
+    return Promise.all(outcomes);
+  }
+  return { auth, inOneGroup };
 }
 
 async function outcome(p: Promise<unknown>): Promise<string> {
@@ -83,23 +109,23 @@ async function outcome(p: Promise<unknown>): Promise<string> {
   }
 }
 
-t.test('secret checks are bounded by the limit; failures older than the window stop counting (injected clock)', async (t) => {
+// That a locked attempt's secret is compared with nothing (the claim decides it in SQL):
+// test/storage/identities.test.ts.
+t.test('failures are bounded by the limit; failures older than the window stop counting (injected clock)', async (t) => {
   const svc = await startTestService(t, await testEnv(t, 'postgres+redis'));
   const seeded = await seedHomelab(svc.services);
   const clock = { now: Date.parse('2026-11-26T00:00:00Z') };
-  const { auth, checks } = instrumented(svc, clock);
+  const { auth } = instrumented(svc, clock);
   const guess = (i: number) => outcome(auth.login({ clientId: seeded.clientId, clientSecret: wrong(i), ip: '127.0.0.1' }));
   const right = () => outcome(auth.login({ clientId: seeded.clientId, clientSecret: seeded.clientSecret, ip: '127.0.0.1' }));
 
   const burst = await Promise.all(Array.from({ length: 60 }, (_, i) => guess(i)));
-  t.equal(checks(), 3, 'exactly 3 real secret checks for 60 parallel wrong guesses');
   t.equal(burst.filter((o) => o === 'UNAUTHORIZED').length, 3);
   t.equal(burst.filter((o) => o.startsWith('locked')).length, 57);
   t.equal(await right(), 'locked 300', 'locked for the whole window from the last failure');
 
   clock.now += 299_000;
   t.equal(await right(), 'locked 1', 'still locked one second before the window ends');
-  t.equal(checks(), 3, 'no check while locked');
   clock.now += 1_000;
   t.equal(await right(), 'ok', 'the window has passed');
 
@@ -111,4 +137,40 @@ t.test('secret checks are bounded by the limit; failures older than the window s
   t.equal(await guess(104), 'UNAUTHORIZED', 'the third failure within the window is checked ...');
   t.equal(await guess(105), 'locked 300', '... and locks');
   t.equal(await right(), 'locked 300');
+});
+
+// ESO logs in on every sync: one identity's logins in a group are decided by their claims
+// in statement order, the next claim sent without waiting for the one before it.
+t.test('logins committed in one group: decided in order, as one after another would be', async (t) => {
+  const svc = await startTestService(t, await testEnv(t, 'postgres+redis'));
+  const seeded = await seedHomelab(svc.services);
+  const clock = { now: Date.parse('2026-11-26T00:00:00Z') };
+  const { auth, inOneGroup } = instrumented(svc, clock);
+  const guess = (i: number) => () => outcome(auth.login({ clientId: seeded.clientId, clientSecret: wrong(i), ip: '127.0.0.1' }));
+  const right = () => outcome(auth.login({ clientId: seeded.clientId, clientSecret: seeded.clientSecret, ip: '127.0.0.1' }));
+  const failedLogins = async () =>
+    (await svc.services.store.sql<{ failedLogins: number }[]>`select failed_logins from identity_universal_auth where identity_id = ${seeded.identityId}`)[0]!.failedLogins;
+  const tokens = async () => (await svc.services.store.sql`select id from identity_access_tokens where identity_id = ${seeded.identityId}`).length;
+
+  t.same(await inOneGroup(Array(12).fill(right)), Array(12).fill('ok'), '12 right logins (limit 3): none locks another out');
+  t.equal(await tokens(), 12, 'each issued its token');
+  t.equal(await failedLogins(), 0);
+
+  const mixed = await inOneGroup([guess(1), guess(2), right, guess(3), guess(4), guess(5), right, guess(6)]);
+  t.same(
+    mixed,
+    ['UNAUTHORIZED', 'UNAUTHORIZED', 'ok', 'UNAUTHORIZED', 'UNAUTHORIZED', 'UNAUTHORIZED', 'locked 300', 'locked 300'],
+    'a success clears the two failures before it; three after it lock the rest out',
+  );
+  t.equal(await failedLogins(), 3);
+  t.equal(await tokens(), 13, 'only the success issued a token');
+
+  // After a rekey, a secret still under the old MAC version is compared only after its
+  // claim (which counted a failure) and cleared on a match: the next claim waits for that.
+  clock.now += 301_000;
+  await svc.services.store.transaction((s) => rekeyMacKey(s, svc.services.crypto));
+  t.same(await inOneGroup(Array(8).fill(right)), Array(8).fill('ok'), '8 right logins under the old MAC version (limit 3)');
+  t.equal(await failedLogins(), 0);
+  const [row] = await svc.services.store.sql<{ macKeyId: string }[]>`select mac_key_id from identity_client_secrets where identity_id = ${seeded.identityId}`;
+  t.equal(row!.macKeyId, (await svc.services.store.keys.currentMacKey())!.id, 're-MACed under the current version');
 });

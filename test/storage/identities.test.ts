@@ -1,12 +1,13 @@
 // The access-token sweep: rows revoked or expired more than a day ago are deleted (one
 // row per login would pile up forever), at start and periodically, one replica at a
-// time; a revoked token stays refused once its row is gone.
+// time; a revoked token stays refused once its row is gone. And the login claim: a
+// secret is compared only for a claimed attempt, in the claim's own statement.
 import t from 'tap';
 import { startService } from '../../server/app.js';
 import { parseConfig } from '../../server/config.js';
 import { sweepAccessTokens } from '../../storage/identities.js';
 import { ESO_LIST_QUERY, request } from '../helpers/http.js';
-import { BACKENDS, login, quietLog, seedHomelab, testEnv } from '../helpers/service.js';
+import { BACKENDS, login, quietLog, seedHomelab, startTestService, testEnv } from '../helpers/service.js';
 import { textLogger } from '../../server/log.js';
 
 const DAY = 24 * 3600;
@@ -70,5 +71,44 @@ for (const backend of BACKENDS) {
     t.equal(counts[0]! + counts[1]!, 2, `each row deleted once (${counts.join(' + ')})`);
     t.equal(await sweepAccessTokens(services.store.sql, { graceSeconds: DAY }), 0, 'nothing left to sweep');
     t.equal((await read(live!)).status, 200);
+  });
+}
+
+for (const backend of BACKENDS) {
+  t.test(`claimLogin: the secret is compared only once the attempt is claimed (${backend})`, async (t) => {
+    const svc = await startTestService(t, await testEnv(t, backend));
+    const { store, keyring } = svc.services;
+    const seeded = await seedHomelab(svc.services);
+    const right = await keyring.macCurrent(seeded.clientSecret);
+    const wrong = await keyring.macCurrent('f'.repeat(64));
+    const start = Date.parse('2026-11-26T00:00:00Z');
+    // Scans of the client secrets' table (index or sequential) during the claim: this
+    // backend's counts not yet reported, which only grow within a transaction.
+    const claim = (presented: typeof right, at: number) =>
+      store.transaction(async (s) => {
+        const scans = async () =>
+          (await s.tx<{ n: number }[]>`select (coalesce(sum(seq_scan), 0) + coalesce(sum(idx_scan), 0))::int as n
+            from pg_stat_xact_user_tables where relname = 'identity_client_secrets'`)[0]!.n;
+        const before = await scans();
+        const result = await s.identities.claimLogin(seeded.identityId, 3, 300, new Date(at), presented);
+        return { result, secretReads: (await scans()) - before };
+      });
+    const failedLogins = async () =>
+      (await store.sql<{ failedLogins: number }[]>`select failed_logins from identity_universal_auth where identity_id = ${seeded.identityId}`)[0]!.failedLogins;
+
+    for (let i = 0; i < 3; i++) {
+      const { result, secretReads } = await claim(wrong, start + i);
+      t.same(result, { claimed: true, ua: result?.claimed && result.ua, matchedSecretId: undefined, undecided: false }, `wrong guess ${i + 1}: claimed, no match`);
+      t.ok(secretReads > 0, 'a claimed attempt reads the secrets it is compared with');
+    }
+    t.equal(await failedLogins(), 3);
+    const locked = await claim(right, start + 10);
+    t.same(locked.result, { claimed: false, retryAfterSeconds: 300 }, 'the right secret is refused while locked');
+    t.equal(locked.secretReads, 0, 'and is compared with nothing: not one client secret row was read');
+    t.equal(await failedLogins(), 3, 'the count stays');
+
+    const after = await claim(right, start + 2 + 300_000);
+    t.ok(after.result?.claimed && after.result.matchedSecretId !== undefined, 'once the window has passed, the right secret matches');
+    t.equal(await failedLogins(), 0, 'a match clears the count in the claim itself');
   });
 }
