@@ -127,7 +127,9 @@ export async function redisBus(url: string, opts: RedisBusOptions = {}): Promise
     // During start-up the wait loop below retries; afterwards ioredis reconnects forever.
     retryStrategy: (times: number) => (starting ? null : Math.min(times * 100, 2_000)),
   };
-  const pub = new Redis(url, options);
+  // The publisher sends only PUBLISH: a commit group's invalidations (one per revoked
+  // token) and acknowledgements issued in one turn of the event loop go out in one write.
+  const pub = new Redis(url, { ...options, enableAutoPipelining: true });
   const sub = new Redis(url, options);
   let lastError = 'no answer';
   for (const c of [pub, sub]) c.on('error', (err: Error) => void (lastError = describe(err)));
