@@ -45,6 +45,10 @@ export interface UniversalAuthSettings {
 }
 
 /** A login attempt claimed (the configuration as it is now), or refused while locked. */
+/** A Universal Auth about to be logged in to (loginLookup). */
+export type LoginTarget = UniversalAuthRow & { staleMacCandidates: boolean };
+type Nullable<T> = { [K in keyof T]: T[K] | null };
+
 /**
  * A claimed attempt carries its decision (claimLogin): the matching secret, or none; or
  * `undecided` (no match under the presented MAC's key, but usable secrets under another).
@@ -186,16 +190,24 @@ export function identitiesStore(sql: Queryable) {
     },
 
     /**
-     * With whether a usable client secret of the identity was hashed under a MAC key other
-     * than the current one (a rekey not yet followed by its login): claimLogin can then not
-     * decide alone.
+     * What a login reads before its claim, in one statement: the current MAC key (the
+     * canary's system key, read on every login so that every replica follows a rekey at
+     * once), and the Universal Auth of `clientId` (undefined for none, or for a null id),
+     * with whether a usable client secret of the identity is hashed under a MAC key other
+     * than the current one (a rekey not yet followed by its login: claimLogin can then not
+     * decide alone). The key is read for an unknown client id too: its login costs the same MAC.
      */
-    async universalAuthByClientId(clientId: string): Promise<(UniversalAuthRow & { staleMacCandidates: boolean }) | undefined> {
-      const [row] = await sql<(UniversalAuthRow & { staleMacCandidates: boolean })[]>`select ${sql(UA_COLUMNS)},
+    async loginLookup(clientId: string | null): Promise<{ macKey: { id: string; wrapped: Buffer } | undefined; ua: LoginTarget | undefined }> {
+      const [row] = await sql<(Nullable<LoginTarget> & { macKeyId: string; macKeyWrapped: Buffer })[]>`select
+          k.id as mac_key_id, k.wrapped as mac_key_wrapped, ${sql.unsafe(UA_COLUMNS.map((c) => `u.${c}`).join(', '))},
           exists (select 1 from identity_client_secrets s where s.identity_id = u.identity_id and ${usable()}
-            and s.mac_key_id <> (select c.key_id from crypto_canary c where c.id = 1)) as stale_mac_candidates
-        from identity_universal_auth u where client_id = ${clientId}`;
-      return row;
+            and s.mac_key_id <> k.id) as stale_mac_candidates
+        from crypto_canary c join crypto_keys k on k.id = c.key_id
+          left join identity_universal_auth u on u.client_id = ${clientId}
+        where c.id = 1`;
+      if (!row) return { macKey: undefined, ua: undefined };
+      const { macKeyId, macKeyWrapped, ...ua } = row;
+      return { macKey: { id: macKeyId, wrapped: macKeyWrapped }, ua: ua.identityId === null ? undefined : (ua as LoginTarget) };
     },
 
     /**

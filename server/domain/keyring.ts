@@ -34,6 +34,8 @@ export interface Keyring {
   macClientSecret(secret: string): Promise<Buffer>;
   /** The same, with the MAC key version it was made under (what a client secret row records). */
   macCurrent(secret: string): Promise<{ keyId: string; mac: Buffer }>;
+  /** The same under a MAC key version read by the caller (a login reads the current one with its client id). */
+  macWith(key: MacKey, secret: string): Promise<{ keyId: string; mac: Buffer }>;
   /**
    * The candidate whose stored hash is the secret's MAC under the candidate's own MAC key
    * version (`current` is the secret's MAC under the current version, computed already).
@@ -95,6 +97,7 @@ export async function openKeyring(store: Store, crypto: Crypto): Promise<Keyring
   return {
     macClientSecret: async (secret) => (await macCurrent(secret)).mac,
     macCurrent,
+    macWith: async (key, secret) => ({ keyId: key.id, mac: await macUnder(key, secret) }),
     async findClientSecret(secret, candidates, now) {
       const macs = new Map<string, Buffer>([[now.keyId, now.mac]]);
       for (const c of candidates) {

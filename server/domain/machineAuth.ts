@@ -57,10 +57,10 @@ export interface MachineAuthDeps {
   store: {
     identities: Pick<
       Store['identities'],
-      'universalAuthByClientId' | 'universalAuthByIdentity' | 'liveAccessToken'
+      'loginLookup' | 'universalAuthByIdentity' | 'liveAccessToken'
     >;
   };
-  keyring: Pick<Keyring, 'macCurrent' | 'findClientSecret'>;
+  keyring: Pick<Keyring, 'macWith' | 'findClientSecret'>;
   tokens: IdentityTokens;
   caches: Pick<Caches, 'accessTokens'>;
   changes: Pick<WritePipeline, 'byCaller' | 'groupedByCaller'>;
@@ -169,11 +169,10 @@ export function machineAuth(deps: MachineAuthDeps) {
      * claimed attempt has its secret compared (claimLogin, in the claim's statement).
      */
     async login(input: { clientId: string; clientSecret: string; ip?: string | null }): Promise<LoginResult> {
+      const { macKey, ua: found } = await store.identities.loginLookup(isUuid(input.clientId) ? input.clientId.toLowerCase() : null);
+      if (!macKey) throw new Error('the canary names a system key that does not exist');
       // The MAC is computed even for an unknown client id, so both failures cost the same.
-      const [found, mac] = await Promise.all([
-        isUuid(input.clientId) ? store.identities.universalAuthByClientId(input.clientId.toLowerCase()) : undefined,
-        keyring.macCurrent(input.clientSecret),
-      ]);
+      const mac = await keyring.macWith(macKey, input.clientSecret);
       if (!found) throw invalidCredentials();
       if (!ipAllowed(found.clientSecretTrustedIps, () => input.ip)) throw ipNotAllowed();
       const issuedAt = now();
