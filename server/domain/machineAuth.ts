@@ -177,7 +177,15 @@ export function machineAuth(deps: MachineAuthDeps) {
       if (!ipAllowed(found.clientSecretTrustedIps, () => input.ip)) throw ipNotAllowed();
       const issuedAt = now();
       const tokenId = randomUUID();
-      const outcome = await asIdentityGrouped(found.identityId, `login:${found.identityId}`, { ip: input.ip }).run(async ({ s, audit, sent }) => {
+      // The new token's state, as liveAccessToken reads it, cached once the login has
+      // committed: ESO's read right after needs no statement. Asked of the cache before the
+      // transaction begins, so that an invalidation landing meanwhile (a secret revoked, the
+      // identity's settings changed) keeps it out (ReadThroughCache's generations).
+      let settle!: { ok: (state: AccessTokenState) => void; fail: (reason: Error) => void };
+      const issued = new Promise<AccessTokenState>((ok, fail) => (settle = { ok, fail }));
+      caches.accessTokens.get(tokenId, () => issued).catch(() => {});
+      const outcome = await asIdentityGrouped(found.identityId, `login:${found.identityId}`, { ip: input.ip })
+        .run(async ({ s, audit, sent }) => {
         // The claim decides the attempt in its own statement; the row stays locked until
         // this transaction ends, so one client's logins are decided one at a time, in the
         // order their claims run. Nothing this login sends later changes what the identity's
@@ -228,14 +236,35 @@ export function machineAuth(deps: MachineAuthDeps) {
           metadata: { identityId: ua.identityId, clientId: ua.clientId, clientSecretId: secretId, accessTokenId: tokenId, ...(remac ? { macKeyUpgraded: true } : {}) },
         });
         return { ua, secretId, expiresAt } as const;
-      });
+      })
+        .catch((error: unknown) => {
+          settle.fail(new Error('not issued'));
+          throw error;
+        });
       if ('locked' in outcome) {
+        settle.fail(new Error('not issued'));
         const retryAfter = outcome.locked;
         throw new AppError('RATE_LIMITED', `Too many failed login attempts; try again in ${retryAfter} seconds`, {
           headers: { 'Retry-After': String(retryAfter) },
         });
       }
-      if ('failed' in outcome) throw invalidCredentials();
+      if ('failed' in outcome) {
+        settle.fail(new Error('not issued'));
+        throw invalidCredentials();
+      }
+      const { ua } = outcome;
+      settle.ok({
+        identityId: ua.identityId,
+        clientSecretId: outcome.secretId,
+        authMethod: 'universal-auth',
+        accessTokenTtl: ua.accessTokenTtl,
+        accessTokenMaxTtl: ua.accessTokenMaxTtl,
+        expiresAt: new Date(outcome.expiresAt),
+        maxExpiresAt: new Date(issuedAt + ua.accessTokenMaxTtl * 1000),
+        numUsesLimit: ua.accessTokenNumUsesLimit,
+        numUses: 0,
+        accessTokenTrustedIps: ua.accessTokenTrustedIps,
+      });
       return issue(outcome.ua.identityId, outcome.secretId, tokenId, issuedAt, outcome.expiresAt, outcome.ua.accessTokenMaxTtl);
     },
 

@@ -1,8 +1,13 @@
 // Memory of the machine-auth path: verified tokens and token states leave the caches
-// when they expire or are revoked, and the sweep frees them without a request asking.
+// when they expire or are revoked, and the sweep frees them without a request asking;
+// a login leaves its new token's state cached, unless an invalidation raced it.
+import { randomBytes } from 'node:crypto';
 import t from 'tap';
+import { identityTokens } from '../../../server/auth/tokens.js';
+import { machineAuth } from '../../../server/domain/machineAuth.js';
+import type { Change } from '../../../server/domain/pipeline.js';
 import { request } from '../../helpers/http.js';
-import { login, seedHomelab, startTestService, testEnv } from '../../helpers/service.js';
+import { BACKENDS, login, seedHomelab, startTestService, testEnv } from '../../helpers/service.js';
 
 t.test('a revoked token leaves the caches; expired entries are swept', async (t) => {
   const svc = await startTestService(t, await testEnv(t, 'embedded'));
@@ -53,3 +58,59 @@ t.test('a verified token is kept under the header that carried it; revocation re
   t.equal((await read(`Bearer ${token}`)).status, 401, 'refused after revocation');
   t.equal((await read(`bearer   ${token}  `)).status, 401, 'the other spelling too, though its entry is still kept');
 });
+
+const tokenIdOf = (jwt: string): string => JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString()).jti;
+
+for (const backend of BACKENDS) {
+  t.test(`a login caches its new token's state once committed; not when an invalidation lands meanwhile, nor when refused (${backend})`, async (t) => {
+    const svc = await startTestService(t, await testEnv(t, backend));
+    const seeded = await seedHomelab(svc.services);
+    const s = svc.services;
+    const read = (token: string) => request(`${svc.url}/api/v3/secrets/raw?workspaceSlug=homelab&environment=prod&secretPath=/`, { token });
+    let lookups = 0;
+    const live = s.store.identities.liveAccessToken.bind(s.store.identities);
+    s.store.identities.liveAccessToken = (id) => {
+      lookups++;
+      return live(id);
+    };
+    const cached = (id: string) => s.caches.accessTokens.get(id, () => Promise.reject(new Error('not cached')));
+
+    const token = await login(svc.url, seeded);
+    t.equal(s.caches.accessTokens.size, 1, 'the new token\'s state is cached at login');
+    t.same(await cached(tokenIdOf(token)), await live(tokenIdOf(token)), 'as the database holds it');
+    t.equal((await read(token)).status, 200);
+    t.equal(lookups, 0, 'its first read asks the database nothing about it');
+
+    const wrong = await request(`${svc.url}/api/v1/auth/universal-auth/login`, { method: 'POST', json: { clientId: seeded.clientId, clientSecret: 'f'.repeat(64) } });
+    t.equal(wrong.status, 401);
+    t.equal(s.caches.accessTokens.size, 1, 'a refused login caches nothing');
+
+    // An invalidation of the token cache lands while the login's transaction runs (here
+    // at the end of its body): the state is not cached, the first read looks it up.
+    const auth = machineAuth({
+      store: s.store,
+      keyring: s.keyring,
+      tokens: identityTokens(randomBytes(32)),
+      caches: s.caches,
+      changes: {
+        ...s.changes,
+        groupedByCaller: (actor, origin, key) => {
+          const grant = s.changes.groupedByCaller(actor, origin, key);
+          return {
+            run: <T>(body: (c: Change) => Promise<T>) =>
+              grant.run(async (c) => {
+                const out = await body(c);
+                s.caches.accessTokens.invalidateWhere(() => false);
+                return out;
+              }),
+          };
+        },
+      },
+      lockout: { maxAttempts: 3, seconds: 300 },
+    });
+    const raced = await auth.login({ clientId: seeded.clientId, clientSecret: seeded.clientSecret, ip: '127.0.0.1' });
+    const racedId = tokenIdOf(raced.accessToken);
+    await t.rejects(cached(racedId), /not cached/, 'not cached when an invalidation landed during the login');
+    t.ok(await live(racedId), 'though the token was issued');
+  });
+}
