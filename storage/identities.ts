@@ -50,11 +50,12 @@ export type LoginTarget = UniversalAuthRow & { staleMacCandidates: boolean };
 type Nullable<T> = { [K in keyof T]: T[K] | null };
 
 /**
- * A claimed attempt carries its decision (claimLogin): the matching secret, or none; or
- * `undecided` (no match under the presented MAC's key, but usable secrets under another).
+ * A claimed attempt carries its decision (claimLogin): the matching secret (and whether
+ * its token was issued), or none; or `undecided` (no match under the presented MAC's key,
+ * but usable secrets under another).
  */
 export type LoginClaim =
-  | { claimed: true; ua: UniversalAuthRow; matchedSecretId: string | undefined; undecided: boolean }
+  | { claimed: true; ua: UniversalAuthRow; matchedSecretId: string | undefined; undecided: boolean; issued: boolean }
   | { claimed: false; retryAfterSeconds: number };
 
 export interface ClientSecretRow {
@@ -211,15 +212,18 @@ export function identitiesStore(sql: Queryable) {
     },
 
     /**
-     * Claims a login attempt and decides it, in one statement: refused unless fewer than
-     * `maxAttempts` failures were counted within the last `lockSeconds` (the lock runs from
-     * the last counted one; older failures no longer count and the count starts again).
-     * Only a claimed attempt has its secret compared: `presented` (the secret's MAC under
-     * MAC key `keyId`) against the identity's usable secrets hashed under that key, in the
-     * statement's SET, which runs for a claimed row only. A match clears the count; anything
-     * else counts a failure. A claim with no match while the identity has usable secrets
-     * under another MAC key is `undecided`: counted as a failure, for the caller to compare
-     * under those keys and clear the count on a match.
+     * Claims a login attempt, decides it, and on a match issues the token, in one statement:
+     * refused unless fewer than `maxAttempts` failures were counted within the last
+     * `lockSeconds` (the lock runs from the last counted one; older failures no longer count
+     * and the count starts again). Only a claimed attempt has its secret compared:
+     * `presented` (the secret's MAC under MAC key `keyId`) against the identity's usable
+     * secrets hashed under that key, in the statement's SET, which runs for a claimed row
+     * only. A match clears the count, counts a use of the secret and inserts access token
+     * `tokenId` (expiring by the Universal Auth's TTLs from `at`); `issued` is false when the
+     * secret was revoked or used up meanwhile. Anything else counts a failure. A claim with
+     * no match while the identity has usable secrets under another MAC key is `undecided`:
+     * counted as a failure, for the caller to compare under those keys and clear the count
+     * on a match.
      *
      * The claimed row stays locked until the caller's transaction ends, so the logins of one
      * client are decided one at a time in statement order: a parallel burst of wrong guesses
@@ -234,30 +238,44 @@ export function identitiesStore(sql: Queryable) {
       lockSeconds: number,
       at: Date,
       presented: { keyId: string; mac: Buffer },
+      tokenId: string,
     ): Promise<LoginClaim | undefined> {
       // The MAC is keyed and computed here from the presented secret: a caller cannot choose
       // the bytes compared, so a plain (early-exit) comparison tells nothing.
-      const [ua] = await sql<(UniversalAuthRow & { matchedSecretId: string | null; undecided: boolean })[]>`with matched as materialized (
+      const [ua] = await sql<(UniversalAuthRow & { matchedSecretId: string | null; undecided: boolean; issued: boolean })[]>`with matched as materialized (
           select s.id from identity_client_secrets s
           where s.identity_id = ${identityId} and s.mac_key_id = ${presented.keyId} and s.secret_hash = ${presented.mac} and ${usable()}
           order by s.id limit 1
+        ), claimed as (
+          update identity_universal_auth as u set
+            failed_logins = case when exists (select 1 from matched) then 0
+              when u.last_failed_login_at is null
+                or u.last_failed_login_at <= ${at}::timestamptz - make_interval(secs => ${lockSeconds})
+              then 1 else u.failed_logins + 1 end,
+            last_failed_login_at = case when exists (select 1 from matched) then null else ${at}::timestamptz end,
+            locked_until = case when exists (select 1 from matched) then null else u.locked_until end
+          where u.identity_id = ${identityId}
+            and (u.failed_logins < ${maxAttempts} or u.last_failed_login_at is null
+              or u.last_failed_login_at <= ${at}::timestamptz - make_interval(secs => ${lockSeconds}))
+          returning ${sql(UA_COLUMNS)}, (select id from matched) as matched_secret_id,
+            not exists (select 1 from matched) and exists (select 1 from identity_client_secrets s
+              where s.identity_id = u.identity_id and s.mac_key_id <> ${presented.keyId} and ${usable()}) as undecided
+        ), used as (
+          update identity_client_secrets s set num_uses = s.num_uses + 1, last_used_at = now()
+          where s.id = (select matched_secret_id from claimed)
+            and not s.is_revoked and (s.num_uses_limit = 0 or s.num_uses < s.num_uses_limit)
+          returning s.id
+        ), issued as (
+          insert into identity_access_tokens (id, identity_id, client_secret_id, auth_method, expires_at, max_expires_at, num_uses_limit)
+          select ${tokenId}, c.identity_id, used.id, 'universal-auth', ${at}::timestamptz + make_interval(secs => c.access_token_ttl),
+            ${at}::timestamptz + make_interval(secs => c.access_token_max_ttl), c.access_token_num_uses_limit
+          from claimed c, used
+          returning id
         )
-        update identity_universal_auth as u set
-          failed_logins = case when exists (select 1 from matched) then 0
-            when u.last_failed_login_at is null
-              or u.last_failed_login_at <= ${at}::timestamptz - make_interval(secs => ${lockSeconds})
-            then 1 else u.failed_logins + 1 end,
-          last_failed_login_at = case when exists (select 1 from matched) then null else ${at}::timestamptz end,
-          locked_until = case when exists (select 1 from matched) then null else u.locked_until end
-        where u.identity_id = ${identityId}
-          and (u.failed_logins < ${maxAttempts} or u.last_failed_login_at is null
-            or u.last_failed_login_at <= ${at}::timestamptz - make_interval(secs => ${lockSeconds}))
-        returning ${sql(UA_COLUMNS)}, (select id from matched) as matched_secret_id,
-          not exists (select 1 from matched) and exists (select 1 from identity_client_secrets s
-            where s.identity_id = u.identity_id and s.mac_key_id <> ${presented.keyId} and ${usable()}) as undecided`;
+        select c.*, exists (select 1 from issued) as issued from claimed c`;
       if (ua) {
-        const { matchedSecretId, undecided, ...row } = ua;
-        return { claimed: true, ua: row, matchedSecretId: matchedSecretId ?? undefined, undecided };
+        const { matchedSecretId, undecided, issued, ...row } = ua;
+        return { claimed: true, ua: row, matchedSecretId: matchedSecretId ?? undefined, undecided, issued };
       }
       // A statement of its own: it sees the claims committed while this one waited.
       const [lock] = await sql<{ retryAfterSeconds: number | null }[]>`select

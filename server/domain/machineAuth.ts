@@ -186,13 +186,14 @@ export function machineAuth(deps: MachineAuthDeps) {
       caches.accessTokens.get(tokenId, () => issued).catch(() => {});
       const outcome = await asIdentityGrouped(found.identityId, `login:${found.identityId}`, { ip: input.ip })
         .run(async ({ s, audit, sent }) => {
-        // The claim decides the attempt in its own statement; the row stays locked until
+        // The claim decides the attempt, and on a match issues the token, in its own
+        // statement (one round trip a login); the identity's row stays locked until
         // this transaction ends, so one client's logins are decided one at a time, in the
         // order their claims run. Nothing this login sends later changes what the identity's
         // next claim reads, so that claim may follow at once (no round trip per login: ESO
         // logs in on every sync). Unless a secret awaits its re-MAC after a rekey: a match
         // under the old key clears the count only after a comparison made here.
-        const claiming = s.identities.claimLogin(found.identityId, lockout.maxAttempts, lockout.seconds, new Date(issuedAt), mac);
+        const claiming = s.identities.claimLogin(found.identityId, lockout.maxAttempts, lockout.seconds, new Date(issuedAt), mac, tokenId);
         if (!found.staleMacCandidates) sent();
         const claim = await claiming;
         if (!claim) throw invalidCredentials();
@@ -200,37 +201,40 @@ export function machineAuth(deps: MachineAuthDeps) {
         const ua = claim.ua;
         // Checked again on the row as it is now (a PATCH may have committed meanwhile).
         if (!ipAllowed(ua.clientSecretTrustedIps, () => input.ip)) throw ipNotAllowed();
+        const expiresAt = issuedAt + ua.accessTokenTtl * 1000;
         let secretId = claim.matchedSecretId;
         let remac = false;
+        // A secret revoked or used up meanwhile: all of it rolls back.
+        if (secretId !== undefined && !claim.issued) throw invalidCredentials();
         if (claim.undecided) {
           // Each candidate under the MAC key version it names; every one is compared.
           const match = await keyring.findClientSecret(input.clientSecret, await s.identities.usableClientSecrets(ua.identityId), mac);
-          secretId = match?.id;
-          // Made under an older MAC key version: made again under the current one.
-          remac = match !== undefined && match.macKeyId !== mac.keyId;
+          if (match) {
+            secretId = match.id;
+            // Made under an older MAC key version: made again under the current one.
+            remac = match.macKeyId !== mac.keyId;
+            // One round trip; a secret revoked or used up meanwhile rolls all of it back.
+            const writes = Promise.all([
+              s.identities.markClientSecretUsed(secretId),
+              s.identities.insertAccessToken({
+                id: tokenId,
+                identityId: ua.identityId,
+                clientSecretId: secretId,
+                expiresAt: new Date(expiresAt),
+                maxExpiresAt: new Date(issuedAt + ua.accessTokenMaxTtl * 1000),
+                numUsesLimit: ua.accessTokenNumUsesLimit,
+              }),
+              s.identities.clearLoginFailures(ua.identityId),
+              remac ? s.identities.remacClientSecret(secretId, mac.keyId, mac.mac) : undefined,
+            ]);
+            sent();
+            const [used] = await writes;
+            if (!used) throw invalidCredentials();
+          }
         }
         // Failed logins are not written to the audit trail (anyone could fill it with
         // them); the failure the claim counted stays, towards the lockout.
         if (secretId === undefined) return { failed: true } as const;
-        const expiresAt = issuedAt + ua.accessTokenTtl * 1000;
-        // One round trip; a secret revoked or used up meanwhile rolls all of it back.
-        const writes = Promise.all([
-          s.identities.markClientSecretUsed(secretId),
-          s.identities.insertAccessToken({
-            id: tokenId,
-            identityId: ua.identityId,
-            clientSecretId: secretId,
-            expiresAt: new Date(expiresAt),
-            maxExpiresAt: new Date(issuedAt + ua.accessTokenMaxTtl * 1000),
-            numUsesLimit: ua.accessTokenNumUsesLimit,
-          }),
-          // A claim that matched cleared the count itself.
-          claim.undecided ? s.identities.clearLoginFailures(ua.identityId) : undefined,
-          remac ? s.identities.remacClientSecret(secretId, mac.keyId, mac.mac) : undefined,
-        ]);
-        sent();
-        const [used] = await writes;
-        if (!used) throw invalidCredentials();
         await audit({
           eventType: 'login-identity-universal-auth',
           metadata: { identityId: ua.identityId, clientId: ua.clientId, clientSecretId: secretId, accessTokenId: tokenId, ...(remac ? { macKeyUpgraded: true } : {}) },

@@ -2,6 +2,7 @@
 // row per login would pile up forever), at start and periodically, one replica at a
 // time; a revoked token stays refused once its row is gone. And the login claim: a
 // secret is compared only for a claimed attempt, in the claim's own statement.
+import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { startService } from '../../server/app.js';
 import { parseConfig } from '../../server/config.js';
@@ -82,23 +83,23 @@ for (const backend of BACKENDS) {
     const right = await keyring.macCurrent(seeded.clientSecret);
     const wrong = await keyring.macCurrent('f'.repeat(64));
     const start = Date.parse('2026-11-26T00:00:00Z');
-    // Scans of the client secrets' table (index or sequential) during the claim: this
-    // backend's counts not yet reported, which only grow within a transaction.
+    // Rows of the client secrets' table read during the claim (by index or sequentially):
+    // this backend's counts not yet reported, which only grow within a transaction.
     const claim = (presented: typeof right, at: number) =>
       store.transaction(async (s) => {
-        const scans = async () =>
-          (await s.tx<{ n: number }[]>`select (coalesce(sum(seq_scan), 0) + coalesce(sum(idx_scan), 0))::int as n
+        const rowsRead = async () =>
+          (await s.tx<{ n: number }[]>`select (coalesce(sum(seq_tup_read), 0) + coalesce(sum(idx_tup_fetch), 0))::int as n
             from pg_stat_xact_user_tables where relname = 'identity_client_secrets'`)[0]!.n;
-        const before = await scans();
-        const result = await s.identities.claimLogin(seeded.identityId, 3, 300, new Date(at), presented);
-        return { result, secretReads: (await scans()) - before };
+        const before = await rowsRead();
+        const result = await s.identities.claimLogin(seeded.identityId, 3, 300, new Date(at), presented, randomUUID());
+        return { result, secretReads: (await rowsRead()) - before };
       });
     const failedLogins = async () =>
       (await store.sql<{ failedLogins: number }[]>`select failed_logins from identity_universal_auth where identity_id = ${seeded.identityId}`)[0]!.failedLogins;
 
     for (let i = 0; i < 3; i++) {
       const { result, secretReads } = await claim(wrong, start + i);
-      t.same(result, { claimed: true, ua: result?.claimed && result.ua, matchedSecretId: undefined, undecided: false }, `wrong guess ${i + 1}: claimed, no match`);
+      t.same(result, { claimed: true, ua: result?.claimed && result.ua, matchedSecretId: undefined, undecided: false, issued: false }, `wrong guess ${i + 1}: claimed, no match`);
       t.ok(secretReads > 0, 'a claimed attempt reads the secrets it is compared with');
     }
     t.equal(await failedLogins(), 3);
@@ -108,7 +109,12 @@ for (const backend of BACKENDS) {
     t.equal(await failedLogins(), 3, 'the count stays');
 
     const after = await claim(right, start + 2 + 300_000);
-    t.ok(after.result?.claimed && after.result.matchedSecretId !== undefined, 'once the window has passed, the right secret matches');
+    t.ok(after.result?.claimed && after.result.matchedSecretId !== undefined && after.result.issued, 'once the window has passed, the right secret matches and its token is issued');
     t.equal(await failedLogins(), 0, 'a match clears the count in the claim itself');
+    const [secret] = await store.sql<{ numUses: number }[]>`select num_uses from identity_client_secrets where identity_id = ${seeded.identityId}`;
+    t.equal(secret!.numUses, 1, 'and counts a use of the secret');
+    const tokens = await store.sql<{ expiresAt: Date }[]>`select expires_at from identity_access_tokens where identity_id = ${seeded.identityId}`;
+    t.equal(tokens.length, 1, 'one token row: the locked and the wrong attempts issued none');
+    t.equal(tokens[0]!.expiresAt.getTime(), start + 2 + 300_000 + 2_592_000_000, 'expiring by the TTL from the claim\'s time');
   });
 }
