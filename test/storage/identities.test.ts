@@ -118,3 +118,42 @@ for (const backend of BACKENDS) {
     t.equal(tokens[0]!.expiresAt.getTime(), start + 2 + 300_000 + 2_592_000_000, 'expiring by the TTL from the claim\'s time');
   });
 }
+
+t.test('claimLogin: a secret revoked while the claim waits for its row issues no token (postgres)', async (t) => {
+  const svc = await startTestService(t, await testEnv(t, 'postgres+redis'));
+  const { store, keyring } = svc.services;
+  const seeded = await seedHomelab(svc.services);
+  const right = await keyring.macCurrent(seeded.clientSecret);
+  const [secret] = await store.identities.usableClientSecrets(seeded.identityId);
+  const tokenId = randomUUID();
+
+  // The revocation holds the secret's row, uncommitted, while the claim runs.
+  let commitRevocation!: () => void;
+  const revocationMayCommit = new Promise<void>((resolve) => (commitRevocation = resolve));
+  let revoked!: () => void;
+  const rowHeld = new Promise<void>((resolve) => (revoked = resolve));
+  const revocation = store.transaction(async (s) => {
+    await s.tx`update identity_client_secrets set is_revoked = true where id = ${secret!.id}`;
+    revoked();
+    await revocationMayCommit;
+  });
+  await rowHeld;
+  const claim = store.transaction((s) => s.identities.claimLogin(seeded.identityId, 3, 300, new Date(), right, tokenId));
+  let settled = false;
+  void claim.finally(() => (settled = true));
+  // The claim compared against the secret as last committed (a match), and now waits for
+  // its row (if it ends instead, the assertions below say how).
+  while (!settled) {
+    const [w] = await store.sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity
+      where datname = current_database() and wait_event_type = 'Lock'`;
+    if (w!.n > 0) break;
+  }
+  commitRevocation();
+  await revocation;
+  const result = await claim;
+  t.ok(result?.claimed && result.matchedSecretId === secret!.id, 'the claim matched the secret');
+  t.ok(result?.claimed && result.issued === false, 'but issued nothing once the revocation committed');
+  t.equal((await store.sql`select 1 from identity_access_tokens where id = ${tokenId}`).length, 0, 'no token row');
+  const [uses] = await store.sql<{ numUses: number }[]>`select num_uses from identity_client_secrets where id = ${secret!.id}`;
+  t.equal(uses!.numUses, 0, 'and no use counted');
+});
