@@ -3,7 +3,7 @@
 import t from 'tap';
 import { SYSTEM } from '../../../../server/domain/access.js';
 import { secretRaw } from '../../../../server/routes/shape.js';
-import { JSON_TYPE, request } from '../../../helpers/http.js';
+import { ESO_LIST_QUERY, JSON_TYPE, request } from '../../../helpers/http.js';
 import { INVENTORY, login, seedHomelab, startTestService, testEnv } from '../../../helpers/service.js';
 
 t.test('single read: version and secret name are parsed strictly', async (t) => {
@@ -115,4 +115,31 @@ t.test('the list answer rendered by the crypto worker: exactly the bytes of the 
     t.equal(del.status, 200);
     t.equal(value(await raw(eso), 'LLM_API_KEY'), undefined, "B's next read no longer has the deleted secret");
   });
+});
+
+// The list's arguments are made once per parsed query (made per request, they were half of
+// what the main thread promoted to the old generation under the operator's read load).
+t.test('list: one frozen set of arguments per query text, handed to the domain on every request', async (t) => {
+  const svc = await startTestService(t, await testEnv(t, 'embedded'));
+  const seeded = await seedHomelab(svc.services);
+  const token = await login(svc.url, seeded);
+  const secrets = svc.services.secrets;
+  const seen: object[] = [];
+  const real = secrets.listRendered.bind(secrets);
+  secrets.listRendered = (actor, q, shaper) => {
+    seen.push(q);
+    return real(actor, q, shaper);
+  };
+  const list = (query: string) => request(`${svc.url}/api/v3/secrets/raw?${query}`, { token });
+  const other = 'workspaceSlug=homelab&environment=prod&secretPath=%2F';
+  const answers = [await list(ESO_LIST_QUERY), await list(ESO_LIST_QUERY), await list(other)];
+  t.same(answers.map((a) => a.status), [200, 200, 200]);
+  t.same(answers[1]!.body, answers[0]!.body, 'the same answer');
+  t.equal(seen.length, 3);
+  t.equal(seen[1], seen[0], 'the same query text: the same arguments');
+  t.not(seen[2], seen[0], 'another query text: its own');
+  t.ok(Object.isFrozen(seen[0]), 'frozen');
+  t.throws(() => {
+    (seen[0] as { secretPath: string }).secretPath = '/elsewhere';
+  }, TypeError, 'so no request can change them for the next');
 });
