@@ -44,7 +44,6 @@ export interface UniversalAuthSettings {
   accessTokenTrustedIps: TrustedIp[];
 }
 
-/** A login attempt claimed (the configuration as it is now), or refused while locked. */
 /** A Universal Auth about to be logged in to (loginLookup). */
 export type LoginTarget = UniversalAuthRow & { staleMacCandidates: boolean };
 type Nullable<T> = { [K in keyof T]: T[K] | null };
@@ -262,8 +261,7 @@ export function identitiesStore(sql: Queryable) {
               where s.identity_id = u.identity_id and s.mac_key_id <> ${presented.keyId} and ${usable()}) as undecided
         ), used as (
           update identity_client_secrets s set num_uses = s.num_uses + 1, last_used_at = now()
-          where s.id = (select matched_secret_id from claimed)
-            and not s.is_revoked and (s.num_uses_limit = 0 or s.num_uses < s.num_uses_limit)
+          where s.id = (select matched_secret_id from claimed) and ${usable()}
           returning s.id
         ), issued as (
           insert into identity_access_tokens (id, identity_id, client_secret_id, auth_method, expires_at, max_expires_at, num_uses_limit)

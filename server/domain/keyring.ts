@@ -34,8 +34,11 @@ export interface Keyring {
   macClientSecret(secret: string): Promise<Buffer>;
   /** The same, with the MAC key version it was made under (what a client secret row records). */
   macCurrent(secret: string): Promise<{ keyId: string; mac: Buffer }>;
-  /** The same under a MAC key version read by the caller (a login reads the current one with its client id). */
-  macWith(key: MacKey, secret: string): Promise<{ keyId: string; mac: Buffer }>;
+  /**
+   * The same under the current MAC key version as the caller read it (a login reads it with
+   * its client id); undefined (the canary's key is gone) fails as macCurrent does.
+   */
+  macWith(key: MacKey | undefined, secret: string): Promise<{ keyId: string; mac: Buffer }>;
   /**
    * The candidate whose stored hash is the secret's MAC under the candidate's own MAC key
    * version (`current` is the secret's MAC under the current version, computed already).
@@ -85,19 +88,15 @@ export async function openKeyring(store: Store, crypto: Crypto): Promise<Keyring
     throw err;
   }
   const macUnder = (key: MacKey, secret: string) => crypto.mac(key.wrapped, dataKeyAad(key.id), secret);
-  const current = async (): Promise<MacKey> => {
-    const key = await store.keys.currentMacKey();
+  const macWith = async (key: MacKey | undefined, secret: string) => {
     if (!key) throw new Error('the canary names a system key that does not exist');
-    return key;
-  };
-  const macCurrent = async (secret: string) => {
-    const key = await current();
     return { keyId: key.id, mac: await macUnder(key, secret) };
   };
+  const macCurrent = async (secret: string) => macWith(await store.keys.currentMacKey(), secret);
   return {
     macClientSecret: async (secret) => (await macCurrent(secret)).mac,
     macCurrent,
-    macWith: async (key, secret) => ({ keyId: key.id, mac: await macUnder(key, secret) }),
+    macWith,
     async findClientSecret(secret, candidates, now) {
       const macs = new Map<string, Buffer>([[now.keyId, now.mac]]);
       for (const c of candidates) {

@@ -170,7 +170,6 @@ export function machineAuth(deps: MachineAuthDeps) {
      */
     async login(input: { clientId: string; clientSecret: string; ip?: string | null }): Promise<LoginResult> {
       const { macKey, ua: found } = await store.identities.loginLookup(isUuid(input.clientId) ? input.clientId.toLowerCase() : null);
-      if (!macKey) throw new Error('the canary names a system key that does not exist');
       // The MAC is computed even for an unknown client id, so both failures cost the same.
       const mac = await keyring.macWith(macKey, input.clientSecret);
       if (!found) throw invalidCredentials();
@@ -184,92 +183,91 @@ export function machineAuth(deps: MachineAuthDeps) {
       let settle!: { ok: (state: AccessTokenState) => void; fail: (reason: Error) => void };
       const issued = new Promise<AccessTokenState>((ok, fail) => (settle = { ok, fail }));
       caches.accessTokens.get(tokenId, () => issued).catch(() => {});
-      const outcome = await asIdentityGrouped(found.identityId, `login:${found.identityId}`, { ip: input.ip })
-        .run(async ({ s, audit, sent }) => {
-        // The claim decides the attempt, and on a match issues the token, in its own
-        // statement (one round trip a login); the identity's row stays locked until
-        // this transaction ends, so one client's logins are decided one at a time, in the
-        // order their claims run. Nothing this login sends later changes what the identity's
-        // next claim reads, so that claim may follow at once (no round trip per login: ESO
-        // logs in on every sync). Unless a secret awaits its re-MAC after a rekey: a match
-        // under the old key clears the count only after a comparison made here.
-        const claiming = s.identities.claimLogin(found.identityId, lockout.maxAttempts, lockout.seconds, new Date(issuedAt), mac, tokenId);
-        if (!found.staleMacCandidates) sent();
-        const claim = await claiming;
-        if (!claim) throw invalidCredentials();
-        if (!claim.claimed) return { locked: claim.retryAfterSeconds } as const;
-        const ua = claim.ua;
-        // Checked again on the row as it is now (a PATCH may have committed meanwhile).
-        if (!ipAllowed(ua.clientSecretTrustedIps, () => input.ip)) throw ipNotAllowed();
-        const expiresAt = issuedAt + ua.accessTokenTtl * 1000;
-        let secretId = claim.matchedSecretId;
-        let remac = false;
-        // A secret revoked or used up meanwhile: all of it rolls back.
-        if (secretId !== undefined && !claim.issued) throw invalidCredentials();
-        if (claim.undecided) {
-          // Each candidate under the MAC key version it names; every one is compared.
-          const match = await keyring.findClientSecret(input.clientSecret, await s.identities.usableClientSecrets(ua.identityId), mac);
-          if (match) {
-            secretId = match.id;
-            // Made under an older MAC key version: made again under the current one.
-            remac = match.macKeyId !== mac.keyId;
-            // One round trip; a secret revoked or used up meanwhile rolls all of it back.
-            const writes = Promise.all([
-              s.identities.markClientSecretUsed(secretId),
-              s.identities.insertAccessToken({
-                id: tokenId,
-                identityId: ua.identityId,
-                clientSecretId: secretId,
-                expiresAt: new Date(expiresAt),
-                maxExpiresAt: new Date(issuedAt + ua.accessTokenMaxTtl * 1000),
-                numUsesLimit: ua.accessTokenNumUsesLimit,
-              }),
-              s.identities.clearLoginFailures(ua.identityId),
-              remac ? s.identities.remacClientSecret(secretId, mac.keyId, mac.mac) : undefined,
-            ]);
-            sent();
-            const [used] = await writes;
-            if (!used) throw invalidCredentials();
+      let state: AccessTokenState | undefined;
+      try {
+        const outcome = await asIdentityGrouped(found.identityId, `login:${found.identityId}`, { ip: input.ip }).run(async ({ s, audit, sent }) => {
+          // The claim decides the attempt, and on a match issues the token, in its own
+          // statement (one round trip a login); the identity's row stays locked until
+          // this transaction ends, so one client's logins are decided one at a time, in the
+          // order their claims run. Nothing this login sends later changes what the identity's
+          // next claim reads, so that claim may follow at once (no round trip per login: ESO
+          // logs in on every sync). Unless a secret awaits its re-MAC after a rekey: a match
+          // under the old key clears the count only after a comparison made here.
+          const claiming = s.identities.claimLogin(found.identityId, lockout.maxAttempts, lockout.seconds, new Date(issuedAt), mac, tokenId);
+          if (!found.staleMacCandidates) sent();
+          const claim = await claiming;
+          if (!claim) throw invalidCredentials();
+          if (!claim.claimed) return { locked: claim.retryAfterSeconds } as const;
+          const ua = claim.ua;
+          // Checked again on the row as it is now (a PATCH may have committed meanwhile).
+          if (!ipAllowed(ua.clientSecretTrustedIps, () => input.ip)) throw ipNotAllowed();
+          const expiresAt = issuedAt + ua.accessTokenTtl * 1000;
+          const maxExpiresAt = issuedAt + ua.accessTokenMaxTtl * 1000;
+          let secretId = claim.matchedSecretId;
+          let remac = false;
+          // A secret revoked or used up meanwhile: all of it rolls back.
+          if (secretId !== undefined && !claim.issued) throw invalidCredentials();
+          if (claim.undecided) {
+            // Each candidate under the MAC key version it names; every one is compared.
+            const match = await keyring.findClientSecret(input.clientSecret, await s.identities.usableClientSecrets(ua.identityId), mac);
+            if (match) {
+              secretId = match.id;
+              // Made under an older MAC key version: made again under the current one.
+              remac = match.macKeyId !== mac.keyId;
+              // One round trip; a secret revoked or used up meanwhile rolls all of it back.
+              const writes = Promise.all([
+                s.identities.markClientSecretUsed(secretId),
+                s.identities.insertAccessToken({
+                  id: tokenId,
+                  identityId: ua.identityId,
+                  clientSecretId: secretId,
+                  expiresAt: new Date(expiresAt),
+                  maxExpiresAt: new Date(maxExpiresAt),
+                  numUsesLimit: ua.accessTokenNumUsesLimit,
+                }),
+                s.identities.clearLoginFailures(ua.identityId),
+                remac ? s.identities.remacClientSecret(secretId, mac.keyId, mac.mac) : undefined,
+              ]);
+              sent();
+              const [used] = await writes;
+              if (!used) throw invalidCredentials();
+            }
           }
+          // Failed logins are not written to the audit trail (anyone could fill it with
+          // them); the failure the claim counted stays, towards the lockout.
+          if (secretId === undefined) return { failed: true } as const;
+          await audit({
+            eventType: 'login-identity-universal-auth',
+            metadata: { identityId: ua.identityId, clientId: ua.clientId, clientSecretId: secretId, accessTokenId: tokenId, ...(remac ? { macKeyUpgraded: true } : {}) },
+          });
+          return { ua, secretId, expiresAt, maxExpiresAt } as const;
+        });
+        if ('locked' in outcome) {
+          const retryAfter = outcome.locked;
+          throw new AppError('RATE_LIMITED', `Too many failed login attempts; try again in ${retryAfter} seconds`, {
+            headers: { 'Retry-After': String(retryAfter) },
+          });
         }
-        // Failed logins are not written to the audit trail (anyone could fill it with
-        // them); the failure the claim counted stays, towards the lockout.
-        if (secretId === undefined) return { failed: true } as const;
-        await audit({
-          eventType: 'login-identity-universal-auth',
-          metadata: { identityId: ua.identityId, clientId: ua.clientId, clientSecretId: secretId, accessTokenId: tokenId, ...(remac ? { macKeyUpgraded: true } : {}) },
-        });
-        return { ua, secretId, expiresAt } as const;
-      })
-        .catch((error: unknown) => {
-          settle.fail(new Error('not issued'));
-          throw error;
-        });
-      if ('locked' in outcome) {
-        settle.fail(new Error('not issued'));
-        const retryAfter = outcome.locked;
-        throw new AppError('RATE_LIMITED', `Too many failed login attempts; try again in ${retryAfter} seconds`, {
-          headers: { 'Retry-After': String(retryAfter) },
-        });
+        if ('failed' in outcome) throw invalidCredentials();
+        const { ua, secretId, expiresAt, maxExpiresAt } = outcome;
+        state = {
+          identityId: ua.identityId,
+          clientSecretId: secretId,
+          authMethod: 'universal-auth',
+          accessTokenTtl: ua.accessTokenTtl,
+          accessTokenMaxTtl: ua.accessTokenMaxTtl,
+          expiresAt: new Date(expiresAt),
+          maxExpiresAt: new Date(maxExpiresAt),
+          numUsesLimit: ua.accessTokenNumUsesLimit,
+          numUses: 0,
+          accessTokenTrustedIps: ua.accessTokenTrustedIps,
+        };
+        return issue(ua.identityId, secretId, tokenId, issuedAt, expiresAt, ua.accessTokenMaxTtl);
+      } finally {
+        // Refused, failed or rolled back: nothing is cached.
+        if (state) settle.ok(state);
+        else settle.fail(new Error('not issued'));
       }
-      if ('failed' in outcome) {
-        settle.fail(new Error('not issued'));
-        throw invalidCredentials();
-      }
-      const { ua } = outcome;
-      settle.ok({
-        identityId: ua.identityId,
-        clientSecretId: outcome.secretId,
-        authMethod: 'universal-auth',
-        accessTokenTtl: ua.accessTokenTtl,
-        accessTokenMaxTtl: ua.accessTokenMaxTtl,
-        expiresAt: new Date(outcome.expiresAt),
-        maxExpiresAt: new Date(issuedAt + ua.accessTokenMaxTtl * 1000),
-        numUsesLimit: ua.accessTokenNumUsesLimit,
-        numUses: 0,
-        accessTokenTrustedIps: ua.accessTokenTrustedIps,
-      });
-      return issue(outcome.ua.identityId, outcome.secretId, tokenId, issuedAt, outcome.expiresAt, outcome.ua.accessTokenMaxTtl);
     },
 
     /**
