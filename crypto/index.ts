@@ -92,6 +92,18 @@ export class CryptoError extends Error {
   }
 }
 
+/**
+ * A render's segments joined into one string, with where each one ends (`ends[i]` is the
+ * end of segment i; the last is `text.length`). What a large answer's shaper builds: one
+ * flat string is cloned to the worker as it is, where 10,000 small ones are joined first.
+ */
+export interface FixedText {
+  text: string;
+  ends: Uint32Array;
+}
+/** A render's fixed text: its segments, or the same joined (FixedText). */
+export type Segments = string[] | FixedText;
+
 export interface Crypto {
   /** A fresh random 256-bit data key, returned only wrapped under the current root key. */
   generateDataKey(keyAad: string): Promise<Buffer>;
@@ -105,13 +117,14 @@ export interface Crypto {
    * never reuses one for other content). `refused`: a plaintext contains `refuseIf`, and
    * nothing was rendered. Errors as openMany.
    * `segments` as a function: called once the task is on its way, so the worker opens the
-   * values while the caller shapes the fixed text (what it throws, render throws).
+   * values while the caller shapes the fixed text (what it throws, render throws). Either
+   * form may give the segments already joined (FixedText).
    */
   render(
     wrappedKey: Buffer,
     keyAad: string,
     cacheKey: string,
-    segments: string[] | (() => string[]),
+    segments: Segments | (() => Segments),
     items: Array<{ blob: Buffer | Uint8Array; aad: string }>,
     refuseIf?: string,
   ): Promise<Rendered>;
@@ -370,14 +383,20 @@ class PooledCrypto implements Crypto {
     wrappedKey: Buffer,
     keyAad: string,
     cacheKey: string,
-    segments: string[] | (() => string[]),
+    segments: Segments | (() => Segments),
     items: Array<{ blob: Buffer | Uint8Array; aad: string }>,
     refuseIf?: string,
   ): Promise<Rendered> {
     if (!Array.isArray(items) || !items.every((i) => typeof i?.aad === 'string')) throw new CryptoError('BAD_TASK');
-    const fixedText = (list: unknown): { segments: string; segmentEnds: Uint32Array } => {
-      if (!Array.isArray(list) || list.length !== items.length + 1 || !list.every((x) => typeof x === 'string')) throw new CryptoError('BAD_TASK');
-      return { segments: list.join(''), segmentEnds: ends(list.map((x: string) => x.length)) };
+    const fixedText = (given: unknown): { segments: string; segmentEnds: Uint32Array } => {
+      if (Array.isArray(given)) {
+        if (given.length !== items.length + 1 || !given.every((x) => typeof x === 'string')) throw new CryptoError('BAD_TASK');
+        return { segments: given.join(''), segmentEnds: ends(given.map((x: string) => x.length)) };
+      }
+      const joined = given as Partial<FixedText> | null;
+      // The worker checks that the ends ascend to the text's length.
+      if (typeof joined?.text !== 'string' || !(joined.ends instanceof Uint32Array) || joined.ends.length !== items.length + 1) throw new CryptoError('BAD_TASK');
+      return { segments: joined.text, segmentEnds: joined.ends };
     };
     // Packed (see RenderTask): one string and one buffer each, with where each piece ends.
     const { views: [key, all], transferList } = pack([wrappedKey, concatBytes(items.map((i) => i.blob))]);

@@ -2,7 +2,7 @@
 // Every read that decrypts (lists, single reads, history, restore, export, references)
 // goes through openSealed, so a blob that does not open is answered the same way
 // everywhere: a 500 DecryptionFailed that names the row, never a value or a guess.
-import type { Crypto } from '../../crypto/index.js';
+import type { Crypto, Segments } from '../../crypto/index.js';
 import type { TxStores } from '../../storage/index.js';
 import type { ProjectRecord } from '../../storage/projects.js';
 import { AppError } from '../errors.js';
@@ -125,6 +125,11 @@ export async function sealingKey(s: Pick<TxStores, 'projects'>, project: Pick<Pr
   return key;
 }
 
+/** How many sealed values segments leave room for. */
+const slots = (s: Segments) => (Array.isArray(s) ? s.length : s.ends.length) - 1;
+/** The text of segments that leave no room for a sealed value. */
+const whole = (s: Segments) => (Array.isArray(s) ? s[0]! : s.text);
+
 /**
  * renderSealed's answer: the finished bytes (the plaintexts only ever inside them), or
  * `refused` when a plaintext held `refuseIf`.
@@ -145,19 +150,19 @@ export async function renderSealed(
   project: Pick<ProjectRecord, 'id'>,
   dataKey: { id: string; wrapped: Buffer },
   cacheKey: string,
-  segments: string[] | (() => string[]),
+  segments: Segments | (() => Segments),
   itemsOf: () => SealedItem[],
   opts: { refuseIf?: string; cached?: boolean } = {},
 ): Promise<RenderedSealed> {
   // Nothing sealed: the bytes are the (non-secret) segment alone.
-  if (Array.isArray(segments) && segments.length === 1) return { bytes: Buffer.from(segments[0]!, 'utf8') };
+  if (typeof segments !== 'function' && slots(segments) === 0) return { bytes: Buffer.from(whole(segments), 'utf8') };
   if (opts.cached) {
     const hit = await crypto.rendered(cacheKey);
     if (hit !== undefined) return hit;
   }
   // Built only when the worker needs them (a first render, or a worker that has not cached it).
   const items = itemsOf();
-  if (items.length === 0 && typeof segments === 'function') return { bytes: Buffer.from(segments()[0]!, 'utf8') };
+  if (items.length === 0 && typeof segments === 'function') return { bytes: Buffer.from(whole(segments()), 'utf8') };
   try {
     return await crypto.render(dataKey.wrapped, dataKeyAad(dataKey.id), cacheKey, segments, items, opts.refuseIf);
   } catch (err) {

@@ -3,7 +3,7 @@
 // (plus, when references are expanded, one per round of references the opened values
 // name and the response does not already hold). Writes go through the write pipeline.
 import { randomUUID } from 'node:crypto';
-import type { Crypto } from '../../crypto/index.js';
+import type { Crypto, FixedText } from '../../crypto/index.js';
 import type { Store, TxStores } from '../../storage/index.js';
 import type { EnvironmentRow, ProjectRecord } from '../../storage/projects.js';
 import type { SecretImportRow } from '../../storage/secretImports.js';
@@ -178,10 +178,12 @@ export const rowItems = (project: ProjectRecord, env: EnvironmentRow, rows: read
 /**
  * The fixed text of a list's answer around its sealed parts: for each row in order, a
  * slot for its value, then one for its comment when the row has one (`hasComment`);
- * `segments.length` is the number of slots + 1. `views` carry every field but the value
- * and the comment (empty strings there).
+ * as many segments as slots + 1, joined (a folder's template is kept as one flat string,
+ * not thousands of small ones). `views` carry every field but the value and the comment
+ * (empty strings there).
  */
-export type ListShaper = (views: readonly SecretView[], hasComment: readonly boolean[]) => string[];
+export type { FixedText };
+export type ListShaper = (views: readonly SecretView[], hasComment: readonly boolean[]) => FixedText;
 
 /** A folder version's shaped answer: its segments and the serial that names it in the workers' cache. */
 interface ListTemplate {
@@ -189,8 +191,8 @@ interface ListTemplate {
   environment: string;
   shaper: ListShaper;
   /** Shaped on first use, by `shape` (while the first render's worker opens the values), then kept. */
-  segments: string[] | undefined;
-  shape: () => string[];
+  segments: FixedText | undefined;
+  shape: () => FixedText;
   /** The worker cache's keys of this answer: with references expanded, and raw. */
   keys: { expanded: string; raw: string };
   /** Cache keys already rendered once (later reads ask the worker's cache first). */

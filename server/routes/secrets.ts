@@ -9,7 +9,7 @@ import { AppError } from '../errors.js';
 import type { Services } from '../services.js';
 import type { Api } from './api.js';
 import { boolish, boundedName, queryBool, queryInt, ref } from './input.js';
-import { importedFolderSchema, importedRaw, oneSecret, rawListSegments, secretRaw, secretSchema } from './shape.js';
+import { importedFolderSchema, importedRaw, oneSecret, rawListText, secretRaw, secretSchema } from './shape.js';
 
 /** Large enough for certificates and key files; the body cap bounds the request anyway. */
 const MAX_VALUE = 256 * 1024;
@@ -203,7 +203,7 @@ export function registerSecretRoutes<L extends string, O extends string, B exten
       const imports = q.include_imports ? await svc.secrets.imports(actor, read) : [];
       if (tags.length === 0 && imports.length === 0) {
         // The hot path: the answer's bytes, rendered where the values are opened.
-        const bytes = await svc.secrets.listRendered(actor, list, rawListSegments);
+        const bytes = await svc.secrets.listRendered(actor, list, rawListText);
         if (bytes !== undefined) return { raw: true, body: bytes };
       }
       const secrets = await svc.secrets.list(actor, list);

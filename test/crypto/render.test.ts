@@ -17,7 +17,7 @@ async function sealed(t: Parameters<typeof cryptoFor>[0], values: string[]) {
 }
 
 t.test('the bytes are the segments with each plaintext as JSON.stringify quotes it', async (t) => {
-  const values = ['', 'plain', 'quote " backslash \\ slash /', 'ünïcødé 🔑 密钥', '\u0000\u001f\u007f\u2028\u2029', 'line\nbreak\ttab', 'x'.repeat(64 * 1024)];
+  const values = ['', 'plain', 'printable ~ and DEL \u007f', 'quote " backslash \\ slash /', 'ünïcødé 🔑 密钥', '\u0000\u001f\u007f\u2028\u2029', 'line\nbreak\ttab', 'x'.repeat(64 * 1024)];
   const { c, dk, items } = await sealed(t, values);
   const segments = ['{"a":[', ...values.slice(1).map((_, i) => `,${i},`), ']}'];
   const r = await c.render(dk, AAD, 'k:1', segments, items);
@@ -107,4 +107,30 @@ t.test('segments as a function: what shaping throws is what render throws; a wro
   t.same(await c.render(dk, AAD, 'k:refuse', () => ['[', ',', ']'], [items[0]!, items[1]!], 'b'), { refused: true }, 'a refusal needs no segments');
   const ok = await c.render(dk, AAD, 'k:after', () => ['[', ',', ']'], items);
   t.equal(ok.bytes!.toString(), '["a","b"]', 'the worker serves the next task after each of these');
+});
+
+t.test('segments already joined (FixedText): the same bytes as the list, up front or shaped late; bad ends are BAD_TASK', async (t) => {
+  const values = ['plain', 'quote " and ünïcødé 🔑', ''];
+  const { c, dk, items } = await sealed(t, values);
+  const segments = ['{"a":[', ',"ü",', ',', ']}'];
+  const joined = { text: segments.join(''), ends: Uint32Array.from([6, 11, 12, 14]) };
+  const fromList = await c.render(dk, AAD, 'k:list', segments, items);
+  const upFront = await c.render(dk, AAD, 'k:joined', joined, items);
+  const late = await c.render(dk, AAD, 'k:joined-late', () => joined, items);
+  t.equal(upFront.bytes!.toString('utf8'), '{"a":["plain","ü","quote \\" and ünïcødé 🔑",""]}');
+  t.ok(upFront.bytes!.equals(fromList.bytes!), 'as from the segments listed');
+  t.ok(late.bytes!.equals(fromList.bytes!), 'and shaped after the task is sent');
+
+  const bad = [
+    [{ text: joined.text, ends: Uint32Array.from([6, 11, 14]) }, 'one end fewer than items + 1'],
+    [{ text: joined.text, ends: Uint32Array.from([6, 11, 12, 13]) }, 'the last end short of the text'],
+    [{ text: joined.text, ends: Uint32Array.from([6, 12, 11, 14]) }, 'ends going back'],
+    [{ text: joined.text, ends: [6, 11, 12, 14] }, 'ends not a Uint32Array'],
+    [{ text: 42, ends: joined.ends }, 'text not a string'],
+  ] as const;
+  for (const [given, why] of bad) {
+    t.equal(await codeOf(t, c.render(dk, AAD, 'k:bad-ends', given as never, items)), 'BAD_TASK', `up front: ${why}`);
+    t.equal(await codeOf(t, c.render(dk, AAD, 'k:bad-ends-late', () => given as never, items)), 'BAD_TASK', `late: ${why}`);
+  }
+  t.equal(await c.rendered('k:bad-ends'), undefined, 'nothing cached for them');
 });

@@ -2,7 +2,8 @@
 // exactly the bytes JSON.stringify gives for the same answer (ESO and the SDKs read it).
 import t from 'tap';
 import type { SecretView } from '../../../server/domain/secrets.js';
-import { rawListSegments, secretRaw } from '../../../server/routes/shape.js';
+import type { FixedText } from '../../../server/domain/secrets.js';
+import { rawListText, secretRaw } from '../../../server/routes/shape.js';
 
 const awkward = ['plain', '', 'quote " and \\ backslash', 'tab\tnew\nline', '\u0000\u0001 controls \u001f', 'snow ☃ and 𝄞', 'line sep \u2028 para \u2029', '</script>', '{"json":true}'];
 
@@ -25,22 +26,28 @@ function view(i: number): SecretView {
   } as SecretView;
 }
 
-function fill(segments: string[], views: SecretView[], hasComment: boolean[]): string {
+function fill({ text, ends }: FixedText, views: SecretView[], hasComment: boolean[]): string {
   const literals: string[] = [];
   views.forEach((v, i) => {
     literals.push(JSON.stringify(v.value));
     if (hasComment[i]) literals.push(JSON.stringify(v.comment));
   });
-  t.equal(segments.length, literals.length + 1, 'one slot per value and per comment');
-  return segments.map((s, i) => s + (literals[i] ?? '')).join('');
+  t.equal(ends.length, literals.length + 1, 'one slot per value and per comment');
+  t.equal(ends[ends.length - 1], text.length, 'the last segment ends the text');
+  let out = '';
+  ends.forEach((end, i) => {
+    out += text.slice(i === 0 ? 0 : ends[i - 1], end) + (literals[i] ?? '');
+  });
+  return out;
 }
 
-for (const n of [0, 1, 2, 37]) {
+// 600 rows: past the rows joined per piece, twice, and not a multiple of it.
+for (const n of [0, 1, 2, 37, 600]) {
   t.test(`${n} secrets: the filled template is JSON.stringify's answer, byte for byte`, async (t) => {
     const views = Array.from({ length: n }, (_, i) => view(i));
     const hasComment = views.map((_, i) => i % 3 !== 1);
     // A secret without a comment answers "" (its slot is not there).
     const expected = JSON.stringify({ secrets: views.map((v, i) => secretRaw({ ...v, comment: hasComment[i] ? v.comment : '' })), imports: [] });
-    t.equal(fill(rawListSegments(views, hasComment), views, hasComment), expected);
+    t.equal(fill(rawListText(views, hasComment), views, hasComment), expected);
   });
 }
