@@ -322,31 +322,83 @@ async function render(keyProvider: KeyProvider, t: RenderTask): Promise<Results[
   if (key === null) return fail('UNWRAP_FAILED');
   const byVersion = (v: number) => (v === DATA_KEY_VERSION ? key.cipher : undefined);
   const all = asBuffer(blobs);
-  const literals: string[] = new Array<string>(n);
-  for (let i = 0; i < n; i++) {
-    const blob = all.subarray(i === 0 ? 0 : blobEnds[i - 1], blobEnds[i]);
-    const aad = aads.slice(i === 0 ? 0 : aadEnds[i - 1], aadEnds[i]);
-    const plain = open(byVersion, blob, aad);
-    if (plain === null) return fail('OPEN_FAILED', i);
-    const text = plain.toString('utf8');
-    plain.fill(0);
-    if (t.refuseIf !== undefined && text.includes(t.refuseIf)) {
-      rememberRendered(t.cacheKey, REFUSED);
-      return { ok: true, refused: true };
+  const refuse = t.refuseIf === undefined ? undefined : Buffer.from(t.refuseIf, 'utf8');
+  // Each value as the bytes of its JSON string literal. Most values need no escaping:
+  // their plaintext bytes, quoted in the answer, never decoded into a string here.
+  const literals: Buffer[] = new Array<Buffer>(n);
+  const quoted = new Uint8Array(n); // 1: literals[i] is already JSON.stringify's, quotes and all
+  try {
+    for (let i = 0; i < n; i++) {
+      const blob = all.subarray(i === 0 ? 0 : blobEnds[i - 1], blobEnds[i]);
+      const aad = aads.slice(i === 0 ? 0 : aadEnds[i - 1], aadEnds[i]);
+      const plain = open(byVersion, blob, aad);
+      if (plain === null) return fail('OPEN_FAILED', i);
+      literals[i] = plain;
+      // Sealed from strings, so valid UTF-8: a byte search finds what a text search would.
+      if (refuse !== undefined && plain.includes(refuse)) {
+        rememberRendered(t.cacheKey, REFUSED);
+        return { ok: true, refused: true };
+      }
+      if (!needsNoEscape(plain)) {
+        literals[i] = Buffer.from(JSON.stringify(plain.toString('utf8')), 'utf8');
+        quoted[i] = 1;
+        plain.fill(0);
+      }
     }
-    literals[i] = JSON.stringify(text);
+    const fixed = late ? await segmentsFrom(t.segmentsPort!, n) : (t as Segments);
+    if (fixed === null) return fail('BAD_TASK');
+    const bytes = assemble(fixed, literals, quoted);
+    rememberRendered(t.cacheKey, bytes);
+    return { ok: true, bytes };
+  } finally {
+    // Plaintext: zeroed, not left to the collector.
+    for (const l of literals) l?.fill(0);
   }
-  const fixed = late ? await segmentsFrom(t.segmentsPort!, n) : (t as Segments);
-  if (fixed === null) return fail('BAD_TASK');
-  const { segments, segmentEnds } = fixed;
-  const parts: string[] = [segments.slice(0, segmentEnds[0])];
-  for (let i = 0; i < n; i++) parts.push(literals[i]!, segments.slice(segmentEnds[i], segmentEnds[i + 1]));
-  const json = parts.join('');
-  // A whole ArrayBuffer of its own (never Node's shared pool): it is cached and zeroed.
-  const bytes = new Uint8Array(Buffer.byteLength(json, 'utf8'));
-  Buffer.from(bytes.buffer).write(json, 'utf8');
-  rememberRendered(t.cacheKey, bytes);
-  return { ok: true, bytes };
+}
+
+/**
+ * Printable ASCII but the quote and the backslash (DEL included: JSON.stringify leaves it
+ * as it is): the JSON string literal of such bytes is the bytes in quotes.
+ */
+function needsNoEscape(bytes: Buffer): boolean {
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    if (b < 0x20 || b > 0x7f || b === 0x22 || b === 0x5c) return false;
+  }
+  return true;
+}
+const QUOTE = 0x22;
+
+/**
+ * segment[0] literal[0] segment[1] … literal[n-1] segment[n] as UTF-8 bytes, in a whole
+ * ArrayBuffer of its own (never Node's shared pool: it is cached, and zeroed when dropped).
+ * The fixed text is encoded at once when it is ASCII (its character ends are then its
+ * byte ends, the usual case), segment by segment otherwise.
+ */
+function assemble({ segments, segmentEnds }: Segments, literals: readonly Buffer[], quoted: Uint8Array): Uint8Array {
+  const start = (i: number) => (i === 0 ? 0 : segmentEnds[i - 1]!);
+  const whole = Buffer.from(segments, 'utf8');
+  const pieces =
+    whole.length === segments.length
+      ? undefined
+      : Array.from(segmentEnds, (end, i) => Buffer.from(segments.slice(start(i), end), 'utf8'));
+  const piece = (i: number) => (pieces === undefined ? whole.subarray(start(i), segmentEnds[i]) : pieces[i]!);
+  let total = pieces === undefined ? whole.length : pieces.reduce((sum, p) => sum + p.length, 0);
+  for (let i = 0; i < literals.length; i++) total += literals[i]!.length + (quoted[i] ? 0 : 2);
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (let i = 0; ; i++) {
+    const p = piece(i);
+    out.set(p, at);
+    at += p.length;
+    if (i === literals.length) break;
+    const l = literals[i]!;
+    if (!quoted[i]) out[at++] = QUOTE;
+    out.set(l, at);
+    at += l.length;
+    if (!quoted[i]) out[at++] = QUOTE;
+  }
+  return out;
 }
 
 export default async function handle(task: unknown): Promise<Results[keyof Results] | Failure> {
