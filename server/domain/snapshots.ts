@@ -9,7 +9,7 @@ export const folderNotFound = (path: string, env: EnvironmentRow) =>
   new AppError('SECRET_PATH_NOT_FOUND', `Folder with path '${path}' in environment '${env.slug}' not found`);
 
 export interface SnapshotDeps {
-  store: { folders: Pick<Store['folders'], 'subtree' | 'byPath'>; secrets: Pick<Store['secrets'], 'listByFolders'>; secretTags?: Pick<Store['secretTags'], 'linksOf'> };
+  store: { folders: Pick<Store['folders'], 'subtree' | 'byPath'>; secrets: Pick<Store['secrets'], 'listByFolders'>; secretTags?: Pick<Store['secretTags'], 'linksOfFolders'> };
   caches: Pick<Caches, 'folders'>;
 }
 
@@ -23,10 +23,12 @@ export function folderSnapshots(deps: SnapshotDeps) {
           ? await store.folders.subtree(env.id, path)
           : [await store.folders.byPath(env.id, path)].filter((f) => f !== undefined);
         if (folders[0]?.path !== path) return null;
-        const rows = await store.secrets.listByFolders(folders.map((f) => f.id));
-        // Tag links change only with a secret write (which drops the snapshot) or a tag
-        // delete (whose ids then resolve to nothing).
-        const tagIds = rows.length > 0 && store.secretTags ? await store.secretTags.linksOf(rows.map((r) => r.id)) : undefined;
+        const ids = folders.map((f) => f.id);
+        // Tag links change only with a secret write (which drops the snapshot, also one
+        // loading now: the cache's generations) or a tag delete (whose ids then resolve to
+        // nothing). Read beside the rows, not after them: neither waits for the other.
+        const [rows, links] = await Promise.all([store.secrets.listByFolders(ids), store.secretTags?.linksOfFolders(ids)]);
+        const tagIds = rows.length > 0 ? links : undefined;
         return { folders, rows, tagIds };
       });
       if (!snap) throw folderNotFound(path, env);
