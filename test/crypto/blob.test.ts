@@ -58,3 +58,15 @@ t.test('seal output owns its ArrayBuffer (safe to transfer)', async (t) => {
 t.test('seal refuses a wrong-size key', async (t) => {
   t.throws(() => seal(randomBytes(16), 1, Buffer.from('x'), aad));
 });
+
+t.test('the associated data is exactly header || utf8(aad), whatever was opened before', async (t) => {
+  // Opened in an order where each aad is shorter than the one before (what a reused
+  // buffer could leave behind), with non-ASCII text, and one past the kept buffer's size.
+  const aads = ['x'.repeat(70_000), 'ü'.repeat(30_000), `long ${'k'.repeat(2000)}`, 'ünïcødé 🔑 密钥', 'ab', ''];
+  const sealed = aads.map((a) => seal(key, 7, Buffer.from(`value for ${a.length}`), a));
+  aads.forEach((a, i) => t.equal(open(byVersion, sealed[i]!, a)?.toString(), `value for ${a.length}`, `aad of ${a.length} characters`));
+  for (let i = 1; i < aads.length; i++) {
+    t.equal(open(byVersion, sealed[i]!, aads[i - 1]!), null, `the previous aad (${aads[i - 1]!.length}) does not open blob ${i}`);
+    t.equal(open(byVersion, sealed[i]!, `${aads[i]!}\u0000`), null, `nor its aad with one more character (${i})`);
+  }
+});
