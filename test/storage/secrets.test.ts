@@ -3,6 +3,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import t from 'tap';
 import { SYSTEM } from '../../server/domain/access.js';
+import { secretsStore } from '../../storage/secrets.js';
 import { BACKENDS, seedHomelab, startTestService, testEnv } from '../helpers/service.js';
 
 for (const backend of BACKENDS) {
@@ -43,5 +44,54 @@ for (const backend of BACKENDS) {
 
     t.same(await store.secrets.listByFolders([empty.id]), [], 'an empty folder: no rows');
     t.same(await store.secrets.listByFolders([]), [], 'no folder: no rows');
+  });
+}
+
+for (const backend of BACKENDS) {
+  t.test(`listByFolders when an online re-key deletes the rows' key between the rows and the key (${backend})`, async (t) => {
+    const svc = await startTestService(t, await testEnv(t, backend));
+    const { store } = svc.services;
+    const sql = store.sql;
+    const seeded = await seedHomelab(svc.services);
+    const env = (await store.projects.byId(seeded.projectId))!.environments.find((e) => e.slug === 'prod')!;
+    const root = (await store.folders.byPath(env.id, '/'))!;
+    const before = await store.secrets.listByFolders([root.id]);
+    const oldKey = before[0]!.dataKeyId;
+    const newKey = randomUUID();
+    const newWrapped = randomBytes(60);
+    const [current] = await sql<{ rootKeyVersion: number }[]>`select root_key_version from crypto_keys where id = ${oldKey}`;
+    await sql`insert into crypto_keys (id, purpose, root_key_version, wrapped) values (${newKey}, 'project', ${current!.rootKeyVersion}, ${newWrapped})`;
+
+    // What a re-key's last step commits: every row moved to the new key, the old key deleted.
+    const finishRekey = async () => {
+      await sql`update projects set data_key_id = ${newKey} where data_key_id = ${oldKey}`;
+      await sql`update projects set previous_data_key_id = null where previous_data_key_id = ${oldKey}`;
+      await sql`update secrets set data_key_id = ${newKey} where data_key_id = ${oldKey}`;
+      await sql`update secret_versions set data_key_id = ${newKey} where data_key_id = ${oldKey}`;
+      await sql`delete from crypto_keys where id = ${oldKey}`;
+    };
+    // The store on a connection that lets the re-key commit right after the rows are read.
+    let rowReads = 0;
+    let rekeyed = false;
+    const interleaved = Object.assign(
+      (strings: TemplateStringsArray, ...args: unknown[]) => {
+        const text = strings.join('');
+        if (text.includes('from secrets')) rowReads++;
+        if (text.includes('from crypto_keys') && !rekeyed) {
+          rekeyed = true;
+          return finishRekey().then(() => sql(strings, ...(args as never[])));
+        }
+        return sql(strings, ...(args as never[]));
+      },
+      { unsafe: sql.unsafe, array: sql.array },
+    ) as unknown as typeof sql;
+
+    const rows = await secretsStore(interleaved).listByFolders([root.id]);
+    t.ok(rekeyed, 'the re-key committed between the rows and their key');
+    t.equal(rowReads, 2, 'the rows were read again');
+    t.equal(rows.length, before.length, 'every secret');
+    t.ok(rows.every((r) => r.dataKeyId === newKey && r.wrappedKey.equals(newWrapped)), 'each under the new key, with its wrapped bytes');
+    const [gone] = await sql<{ n: number }[]>`select count(*)::int as n from crypto_keys where id = ${oldKey}`;
+    t.equal(gone!.n, 0, 'the old key is gone');
   });
 }
