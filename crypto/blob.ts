@@ -55,7 +55,7 @@ export function seal(key: BlobKey, keyVersion: number, plaintext: Buffer, aad: s
  * Returns null on every failure (too short, unknown format, unknown key version,
  * bad tag) so a caller cannot learn which check failed.
  */
-export function open(keyByVersion: (v: number) => BlobKey | undefined, blob: Buffer, aad: string): Buffer | null {
+export function open(keyByVersion: (v: number) => BlobKey | undefined, blob: Buffer, aad: string | Uint8Array): Buffer | null {
   if (blob.length < MIN_LEN || blob[0] !== FORMAT_V1) return null;
   const key = keyByVersion(blob.readUInt32BE(1));
   if (key === undefined || keyLength(key) !== KEY_LEN) return null;
@@ -72,17 +72,21 @@ export function open(keyByVersion: (v: number) => BlobKey | undefined, blob: Buf
   }
 }
 
-// The associated data of the open in progress (header || utf8(aad)), written over the
+// The associated data of the open in progress (header || aad, a string as UTF-8), written over the
 // last one: setAAD reads it before returning, and a worker opens one blob at a time. Not
 // secret (the header and the row's name); it spares a rendered folder two small buffers
 // and a concatenation per value.
 const AAD_SCRATCH_MAX = 64 * 1024;
 let aadScratch = Buffer.allocUnsafeSlow(1024);
-function associatedData(blob: Buffer, aad: string): Buffer {
-  const most = HEADER_LEN + aad.length * 3;
+function associatedData(blob: Buffer, aad: string | Uint8Array): Buffer {
+  const most = HEADER_LEN + (typeof aad === 'string' ? aad.length * 3 : aad.length);
   // An unusually long one gets a buffer of its own, not kept.
   const into = most <= AAD_SCRATCH_MAX ? (aadScratch.length >= most ? aadScratch : (aadScratch = Buffer.allocUnsafeSlow(AAD_SCRATCH_MAX))) : Buffer.allocUnsafe(most);
   blob.copy(into, 0, 0, HEADER_LEN);
+  if (typeof aad !== 'string') {
+    into.set(aad, HEADER_LEN);
+    return into.subarray(0, HEADER_LEN + aad.length);
+  }
   return into.subarray(0, HEADER_LEN + into.write(aad, HEADER_LEN, 'utf8'));
 }
 

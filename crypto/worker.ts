@@ -46,7 +46,7 @@ export type Task =
  * under `cacheKey` (see renderCache below), so the plaintext is never a string on the
  * main thread: it receives finished bytes for the request that sends them.
  * Packed, so a folder of 10,000 secrets is a handful of cloned values, not 30,000:
- * `segments` / `aads` are the texts concatenated, `blobs` the blobs concatenated, and
+ * `segments` is the texts concatenated, `blobs` the blobs and `aads` their AADs' UTF-8 bytes, and
  * each `*Ends` holds where each one ends.
  * `refuseIf`: when a plaintext contains it, nothing is rendered (`{ refused: true }`,
  * remembered under the key too): the caller needs the values themselves (reference
@@ -65,7 +65,8 @@ export interface RenderTask {
   segmentsPort?: MessagePort;
   blobs: Uint8Array;
   blobEnds: Uint32Array;
-  aads: string;
+  /** Each blob's associated data, as UTF-8 bytes. */
+  aads: Uint8Array;
   aadEnds: Uint32Array;
   refuseIf?: string;
 }
@@ -308,7 +309,7 @@ function segmentsFrom(port: MessagePort, n: number): Promise<Segments | null> {
 
 async function render(keyProvider: KeyProvider, t: RenderTask): Promise<Results['render'] | Failure> {
   const { blobs, blobEnds, aads, aadEnds } = t;
-  if (!isStr(t.cacheKey) || !isBytes(t.wrappedKey) || !isStr(t.keyAad) || !isStr(aads) || !isBytes(blobs)) return fail('BAD_TASK');
+  if (!isStr(t.cacheKey) || !isBytes(t.wrappedKey) || !isStr(t.keyAad) || !isBytes(aads) || !isBytes(blobs)) return fail('BAD_TASK');
   if (!(blobEnds instanceof Uint32Array) || !(aadEnds instanceof Uint32Array)) return fail('BAD_TASK');
   const n = blobEnds.length;
   if (aadEnds.length !== n || !ascending(blobEnds, blobs.length) || !ascending(aadEnds, aads.length)) return fail('BAD_TASK');
@@ -322,6 +323,7 @@ async function render(keyProvider: KeyProvider, t: RenderTask): Promise<Results[
   if (key === null) return fail('UNWRAP_FAILED');
   const byVersion = (v: number) => (v === DATA_KEY_VERSION ? key.cipher : undefined);
   const all = asBuffer(blobs);
+  const allAads = asBuffer(aads);
   const refuse = t.refuseIf === undefined ? undefined : Buffer.from(t.refuseIf, 'utf8');
   // Each value as the bytes of its JSON string literal. Most values need no escaping:
   // their plaintext bytes, quoted in the answer, never decoded into a string here.
@@ -330,7 +332,7 @@ async function render(keyProvider: KeyProvider, t: RenderTask): Promise<Results[
   try {
     for (let i = 0; i < n; i++) {
       const blob = all.subarray(i === 0 ? 0 : blobEnds[i - 1], blobEnds[i]);
-      const aad = aads.slice(i === 0 ? 0 : aadEnds[i - 1], aadEnds[i]);
+      const aad = allAads.subarray(i === 0 ? 0 : aadEnds[i - 1], aadEnds[i]);
       const plain = open(byVersion, blob, aad);
       if (plain === null) return fail('OPEN_FAILED', i);
       literals[i] = plain;

@@ -2,7 +2,7 @@
 // Every read that decrypts (lists, single reads, history, restore, export, references)
 // goes through openSealed, so a blob that does not open is answered the same way
 // everywhere: a 500 DecryptionFailed that names the row, never a value or a guess.
-import type { Crypto, Segments } from '../../crypto/index.js';
+import type { Crypto, PackedItems, Segments } from '../../crypto/index.js';
 import type { TxStores } from '../../storage/index.js';
 import type { ProjectRecord } from '../../storage/projects.js';
 import { AppError } from '../errors.js';
@@ -20,8 +20,12 @@ export interface SealedAt {
 
 /** What binds a sealed value (or comment) to its row. */
 export function secretAad(part: 'value' | 'comment', p: SealedAt): string {
-  return `vault-standalone:secret:v1:${p.projectId}:${p.environmentId}:${p.folderId}:${p.secretId}:${p.key}:${p.version}:${part}`;
+  return aadOfFolder(p) + aadInFolder(part, p);
 }
+// The two halves of secretAad: packedItems writes the first once per folder.
+const aadOfFolder = (p: Pick<SealedAt, 'projectId' | 'environmentId' | 'folderId'>) =>
+  `vault-standalone:secret:v1:${p.projectId}:${p.environmentId}:${p.folderId}:`;
+const aadInFolder = (part: 'value' | 'comment', p: Pick<SealedAt, 'secretId' | 'key' | 'version'>) => `${p.secretId}:${p.key}:${p.version}:${part}`;
 
 /** One blob to open, and the row it belongs to (named when it does not open). */
 export interface SealedItem {
@@ -70,6 +74,63 @@ export function sealedItems<R extends SealedRow>(
   return items;
 }
 
+/**
+ * sealedItems(rows) for a render, packed (Crypto.render's PackedItems): the blobs and the
+ * UTF-8 bytes of their AADs written straight into two buffers, each folder's part of the
+ * AAD encoded once. A 10,000-secret folder's render spent 4-9 ms of the main thread
+ * joining 10,000 AAD strings before its task could leave. Every row must be under the
+ * same data key (as renderSealed asks). `ownerAt` names an item's row, for errors.
+ */
+export function packedItems<R extends SealedRow>(
+  projectId: string,
+  environmentId: string,
+  rows: readonly R[],
+  idOf: (r: R) => string,
+  ownerOf: (r: R) => string,
+): { items: PackedItems; ownerAt: (index: number) => string | undefined } {
+  let count = 0;
+  let blobBytes = 0;
+  for (const r of rows) {
+    count += r.commentBlob ? 2 : 1;
+    blobBytes += r.valueBlob.length + (r.commentBlob?.length ?? 0);
+  }
+  const blobs = new Uint8Array(blobBytes);
+  const blobEnds = new Uint32Array(count);
+  const aadEnds = new Uint32Array(count);
+  const rowOf = new Uint32Array(count);
+  let aads = Buffer.allocUnsafe(Math.max(64, count * 192));
+  const folderParts = new Map<string, Buffer>();
+  let n = 0;
+  let blobAt = 0;
+  let aadAt = 0;
+  const put = (r: R, row: number, blob: Buffer, part: 'value' | 'comment') => {
+    blobs.set(blob, blobAt);
+    blobEnds[n] = blobAt += blob.length;
+    let folder = folderParts.get(r.folderId);
+    if (folder === undefined) folderParts.set(r.folderId, (folder = Buffer.from(aadOfFolder({ projectId, environmentId, folderId: r.folderId }), 'utf8')));
+    const rest = aadInFolder(part, { secretId: idOf(r), key: r.key, version: r.version });
+    const most = folder.length + rest.length * 3;
+    if (aadAt + most > aads.length) {
+      const grown = Buffer.allocUnsafe(Math.max(aads.length * 2, aadAt + most));
+      aads.copy(grown, 0, 0, aadAt);
+      aads = grown;
+    }
+    aads.set(folder, aadAt);
+    aadAt += folder.length;
+    aadAt += aads.write(rest, aadAt, 'utf8');
+    aadEnds[n] = aadAt;
+    rowOf[n++] = row;
+  };
+  rows.forEach((r, row) => {
+    put(r, row, r.valueBlob, 'value');
+    if (r.commentBlob) put(r, row, r.commentBlob, 'comment');
+  });
+  return {
+    items: { blobs, blobEnds, aads: aads.subarray(0, aadAt), aadEnds },
+    ownerAt: (index) => (index >= 0 && index < count ? ownerOf(rows[rowOf[index]!]!) : undefined),
+  };
+}
+
 /** Splits what openSealed returned for sealedItems(rows) back into values and comments. */
 export function valuesAndComments(rows: readonly SealedRow[], plain: readonly string[], withValues = true) {
   const values: string[] = [];
@@ -109,7 +170,7 @@ export async function openSealed(crypto: Pick<Crypto, 'openMany'>, project: Pick
     }
     return out;
   } catch (err) {
-    throw openError(err, project, (index) => items[group[index] ?? -1]);
+    throw openError(err, project, (index) => items[group[index] ?? -1]?.owner);
   }
 }
 
@@ -151,7 +212,7 @@ export async function renderSealed(
   dataKey: { id: string; wrapped: Buffer },
   cacheKey: string,
   segments: Segments | (() => Segments),
-  itemsOf: () => SealedItem[],
+  itemsOf: () => ReturnType<typeof packedItems>,
   opts: { refuseIf?: string; cached?: boolean } = {},
 ): Promise<RenderedSealed> {
   // Nothing sealed: the bytes are the (non-secret) segment alone.
@@ -161,12 +222,12 @@ export async function renderSealed(
     if (hit !== undefined) return hit;
   }
   // Built only when the worker needs them (a first render, or a worker that has not cached it).
-  const items = itemsOf();
-  if (items.length === 0 && typeof segments === 'function') return { bytes: Buffer.from(whole(segments()), 'utf8') };
+  const { items, ownerAt } = itemsOf();
+  if (items.blobEnds.length === 0 && typeof segments === 'function') return { bytes: Buffer.from(whole(segments()), 'utf8') };
   try {
     return await crypto.render(dataKey.wrapped, dataKeyAad(dataKey.id), cacheKey, segments, items, opts.refuseIf);
   } catch (err) {
-    throw openError(err, project, (index) => items[index]);
+    throw openError(err, project, ownerAt);
   }
 }
 
@@ -174,10 +235,10 @@ export async function renderSealed(
  * A blob that does not open is a 500 DecryptionFailed naming its row; a data key that does
  * not unwrap, one naming the project; anything else (crypto unavailable: 503) unchanged.
  */
-function openError(err: unknown, project: Pick<ProjectRecord, 'id'>, itemAt: (index: number) => SealedItem | undefined): unknown {
+function openError(err: unknown, project: Pick<ProjectRecord, 'id'>, ownerAt: (index: number) => string | undefined): unknown {
   const { code, index } = err as { code?: unknown; index?: unknown };
   if (code === 'OPEN_FAILED') {
-    const owner = typeof index === 'number' ? itemAt(index)?.owner : undefined;
+    const owner = typeof index === 'number' ? ownerAt(index) : undefined;
     return new AppError(
       'INTERNAL',
       `Stored ${owner ?? 'secret'} could not be decrypted: its stored data was altered or belongs to another secret`,

@@ -15,7 +15,7 @@ import { topics, type FolderSnapshot } from './caches.js';
 import { normaliseSecretPath } from './paths.js';
 import type { AuditEntry, Change, Origin, WritePipeline } from './pipeline.js';
 import { expandReferences, targetId, type ReferenceTarget } from './references.js';
-import { currentRow, versionRow, openSealed, renderSealed, sealMany, sealVersion, sealedItems, secretAad, valuesAndComments, type RenderedSealed } from './sealed.js';
+import { currentRow, versionRow, openSealed, packedItems, renderSealed, sealMany, sealVersion, sealedItems, secretAad, valuesAndComments, type RenderedSealed } from './sealed.js';
 import { folderNotFound, type FolderSnapshots } from './snapshots.js';
 import { tagRef, tagsForWrite, type TagRef } from './tags.js';
 import { CONTROL_CHARACTER, LONE_SURROGATE } from './text.js';
@@ -539,7 +539,7 @@ export function secretsDomain(deps: SecretsDeps) {
       else {
         const cached = t.rendered.has(key);
         t.rendered.add(key);
-        p = renderSealed(renderer, project, { id: first?.dataKeyId ?? '', wrapped: first?.wrappedKey ?? Buffer.alloc(0) }, key, t.segments ?? t.shape, () => rowItems(project, env, snap.rows), {
+        p = renderSealed(renderer, project, { id: first?.dataKeyId ?? '', wrapped: first?.wrappedKey ?? Buffer.alloc(0) }, key, t.segments ?? t.shape, () => packedItems(project.id, env.id, snap.rows, (r) => r.id, (r) => currentRow(r.id)), {
           refuseIf: expand ? '${' : undefined,
           cached,
         });

@@ -134,3 +134,34 @@ t.test('segments already joined (FixedText): the same bytes as the list, up fron
   }
   t.equal(await c.rendered('k:bad-ends'), undefined, 'nothing cached for them');
 });
+
+t.test('items packed (PackedItems): the same bytes as listed; malformed packing is BAD_TASK', async (t) => {
+  const values = ['plain', 'quote " and ünïcødé 🔑', ''];
+  const c = await cryptoFor(t);
+  const dk = await c.generateDataKey(AAD);
+  const aadsOf = ['p1/prod/ /K0/1', 'p1/prod/ /ü🔑/1', `p1/prod/ /${'k'.repeat(5000)}/1`];
+  const blobs = await c.sealMany(dk, AAD, values.map((plaintext, i) => ({ plaintext, aad: aadsOf[i]! })));
+  const listed = blobs.map((blob, i) => ({ blob, aad: aadsOf[i]! }));
+  const ends = (xs: Uint8Array[]) => Uint32Array.from(xs.map((_, i) => xs.slice(0, i + 1).reduce((n, x) => n + x.length, 0)));
+  const aadBytes = aadsOf.map((a) => Buffer.from(a, 'utf8'));
+  const packed = { blobs: Buffer.concat(blobs), blobEnds: ends(blobs), aads: Buffer.concat(aadBytes), aadEnds: ends(aadBytes) };
+  const segments = ['[', ',', ',', ']'];
+  const fromList = await c.render(dk, AAD, 'k:listed', segments, listed);
+  const fromPacked = await c.render(dk, AAD, 'k:packed', segments, packed);
+  t.equal(fromPacked.bytes!.toString('utf8'), JSON.stringify(values));
+  t.ok(fromPacked.bytes!.equals(fromList.bytes!), 'as from the items listed');
+
+  const swapped = { ...packed, aadEnds: Uint32Array.from([aadBytes[1]!.length, aadBytes[0]!.length + aadBytes[1]!.length, packed.aads.length]) };
+  const moved = await c.render(dk, AAD, 'k:moved', segments, { ...swapped, aads: Buffer.concat([aadBytes[1]!, aadBytes[0]!, aadBytes[2]!]) }).catch((e: unknown) => e);
+  t.match(moved, { code: 'OPEN_FAILED', index: 0 }, 'each blob opens with its own AAD only');
+  const bad = [
+    [{ ...packed, aadEnds: packed.aadEnds.subarray(0, 2) }, 'fewer AAD ends than blobs'],
+    [{ ...packed, aadEnds: Uint32Array.from([5, 3, packed.aads.length]) }, 'AAD ends going back'],
+    [{ ...packed, aadEnds: Uint32Array.from([1, 2, 3]) }, 'AAD ends short of the bytes'],
+    [{ ...packed, blobEnds: Uint32Array.from([1, 2, packed.blobs.length + 1]) }, 'blob ends past the bytes'],
+    [{ ...packed, aads: 'p1/prod' }, 'AADs not bytes'],
+    [{ ...packed, blobEnds: [1, 2, 3] }, 'ends not a Uint32Array'],
+  ] as const;
+  for (const [given, why] of bad) t.equal(await codeOf(t, c.render(dk, AAD, 'k:bad-packed', segments, given as never)), 'BAD_TASK', why);
+  t.equal(await c.rendered('k:bad-packed'), undefined, 'nothing cached for them');
+});

@@ -45,7 +45,10 @@ for (const backend of BACKENDS) {
       t.notOk(text.includes(INVENTORY.GATEWAY_TOKEN!), `${what}: nor any other value of the folder`);
     };
 
-    await refused(await request(`${url}/api/v3/secrets/raw?environment=prod&workspaceSlug=homelab&secretPath=/`, { token }), 'list');
+    const list = await request(`${url}/api/v3/secrets/raw?environment=prod&workspaceSlug=homelab&secretPath=/`, { token });
+    await refused(list, 'list');
+    // The list is rendered in key order, comments included: the first blob that fails is LLM_API_KEY's.
+    t.match(list.body.message, llm!.id, 'the list names the first row that failed');
     await refused(await request(`${url}/api/v3/secrets/raw/LLM_API_KEY?environment=prod&workspaceSlug=homelab`, { token }), 'LLM_API_KEY');
     await refused(await request(`${url}/api/v3/secrets/raw/ROUTER_API_KEY?environment=prod&workspaceSlug=homelab`, { token }), 'ROUTER_API_KEY');
     const single = await request(`${url}/api/v3/secrets/raw/LLM_API_KEY?environment=prod&workspaceSlug=homelab`, { token });

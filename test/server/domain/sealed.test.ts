@@ -3,7 +3,9 @@
 // reads history (the version list, a single read of that version, a restore of it), and
 // never a value.
 import t from 'tap';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { SYSTEM } from '../../../server/domain/access.js';
+import { currentRow, packedItems, sealedItems, type SealedRow } from '../../../server/domain/sealed.js';
 import { JSON_TYPE, request, type JsonResponse } from '../../helpers/http.js';
 import { BACKENDS, login, seedHomelab, startTestService, testEnv } from '../../helpers/service.js';
 
@@ -42,3 +44,37 @@ for (const backend of BACKENDS) {
     t.equal(second.body.secret.secretValue, 'sk-llm-second', 'an untouched version still reads');
   });
 }
+
+t.test('packedItems: the blobs and AAD bytes of sealedItems, packed, and the row of each item', async (t) => {
+  const folders = [randomUUID(), randomUUID()];
+  const keys = ['PLAIN', 'ünïcødé_🔑', 'quote"and\\backslash', 'x'.repeat(3000), ''];
+  const rows = Array.from({ length: 23 }, (_, i) => ({
+    id: randomUUID(),
+    folderId: folders[i % 2]!,
+    key: `${keys[i % keys.length]}${i}`,
+    version: i * 7 + 1,
+    valueBlob: randomBytes(20 + i),
+    commentBlob: i % 3 === 0 ? randomBytes(5 + i) : null,
+    dataKeyId: 'k',
+    wrappedKey: Buffer.alloc(0),
+  })) satisfies (SealedRow & { id: string })[];
+  const projectId = randomUUID();
+  const environmentId = randomUUID();
+  const listed = sealedItems(projectId, environmentId, rows, (r) => r.id, (r) => currentRow(r.id));
+  const { items, ownerAt } = packedItems(projectId, environmentId, rows, (r) => r.id, (r) => currentRow(r.id));
+  t.equal(items.blobEnds.length, listed.length, 'one item per value and per comment');
+  t.equal(items.aadEnds.length, listed.length);
+  listed.forEach((item, i) => {
+    const from = (ends: Uint32Array) => (i === 0 ? 0 : ends[i - 1]!);
+    t.ok(Buffer.from(items.blobs.subarray(from(items.blobEnds), items.blobEnds[i])).equals(item.blob), `item ${i}: its blob`);
+    t.equal(Buffer.from(items.aads.subarray(from(items.aadEnds), items.aadEnds[i])).toString('utf8'), item.aad, `item ${i}: its AAD, byte for byte`);
+    t.equal(ownerAt(i), item.owner, `item ${i}: its row`);
+  });
+  t.equal(items.blobEnds.at(-1), items.blobs.length, 'the blobs end where the last one does');
+  t.equal(items.aadEnds.at(-1), items.aads.length, 'the AADs too');
+  t.equal(ownerAt(listed.length), undefined, 'no row past the last item');
+  t.equal(ownerAt(-1), undefined, 'nor before the first');
+
+  const none = packedItems(projectId, environmentId, [], (r: SealedRow & { id: string }) => r.id, () => 'x');
+  t.same([none.items.blobEnds.length, none.items.aads.length, none.items.blobs.length], [0, 0, 0], 'no rows: nothing');
+});
