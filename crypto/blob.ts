@@ -80,8 +80,9 @@ const AAD_SCRATCH_MAX = 64 * 1024;
 let aadScratch = Buffer.allocUnsafeSlow(1024);
 function associatedData(blob: Buffer, aad: string | Uint8Array): Buffer {
   const most = HEADER_LEN + (typeof aad === 'string' ? aad.length * 3 : aad.length);
+  if (most > aadScratch.length && most <= AAD_SCRATCH_MAX) aadScratch = Buffer.allocUnsafeSlow(AAD_SCRATCH_MAX);
   // An unusually long one gets a buffer of its own, not kept.
-  const into = most <= AAD_SCRATCH_MAX ? (aadScratch.length >= most ? aadScratch : (aadScratch = Buffer.allocUnsafeSlow(AAD_SCRATCH_MAX))) : Buffer.allocUnsafe(most);
+  const into = most <= aadScratch.length ? aadScratch : Buffer.allocUnsafe(most);
   blob.copy(into, 0, 0, HEADER_LEN);
   if (typeof aad !== 'string') {
     into.set(aad, HEADER_LEN);

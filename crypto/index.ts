@@ -402,7 +402,7 @@ class PooledCrypto implements Crypto {
     items: RenderItems,
     refuseIf?: string,
   ): Promise<Rendered> {
-    const packed = packedItems(items);
+    const packed = asPacked(items);
     const count = packed.blobEnds.length;
     const fixedText = (given: unknown): { segments: string; segmentEnds: Uint32Array } => {
       if (Array.isArray(given)) {
@@ -414,7 +414,7 @@ class PooledCrypto implements Crypto {
       if (typeof joined?.text !== 'string' || !(joined.ends instanceof Uint32Array) || joined.ends.length !== count + 1) throw new CryptoError('BAD_TASK');
       return { segments: joined.text, segmentEnds: joined.ends };
     };
-    // Packed (see RenderTask): one string and one buffer each, with where each piece ends.
+    // Packed (see RenderTask): the blobs and their AADs one buffer each, with where each piece ends.
     const { views: [key, blobs, aads], transferList } = pack([wrappedKey, packed.blobs, packed.aads]);
     const task = {
       op: 'render' as const,
@@ -534,7 +534,7 @@ function ends(lengths: number[]): Uint32Array {
 }
 
 /** Items as the render task carries them (the worker checks that the ends ascend to each whole). */
-function packedItems(items: unknown): PackedItems {
+function asPacked(items: unknown): PackedItems {
   if (Array.isArray(items)) {
     if (!items.every((i) => typeof i?.aad === 'string')) throw new CryptoError('BAD_TASK');
     const listed = items as Array<{ blob: Uint8Array; aad: string }>;

@@ -13,6 +13,22 @@ export interface TagRow {
 
 const COLUMNS = 'id, project_id, slug, color, created_at, updated_at';
 
+interface Link {
+  secretId: string;
+  tagId: string;
+}
+
+/** Links grouped: the tag ids of each secret. */
+function bySecret(links: readonly Link[]): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const l of links) {
+    const tags = out.get(l.secretId);
+    if (tags) tags.push(l.tagId);
+    else out.set(l.secretId, [l.tagId]);
+  }
+  return out;
+}
+
 export function secretTagsStore(sql: Queryable) {
   return {
     async ofProject(projectId: string): Promise<TagRow[]> {
@@ -59,12 +75,11 @@ export function secretTagsStore(sql: Queryable) {
 
     /** The tag ids each of `secretIds` carries. */
     async linksOf(secretIds: readonly string[]): Promise<Map<string, string[]>> {
-      const out = new Map<string, string[]>();
-      if (secretIds.length === 0) return out;
-      const rows = await sql<{ secretId: string; tagId: string }[]>`select secret_id, tag_id from secret_tag_links
-        where secret_id = any(${sql.array(secretIds as string[])}::uuid[])`;
-      for (const r of rows) out.set(r.secretId, [...(out.get(r.secretId) ?? []), r.tagId]);
-      return out;
+      if (secretIds.length === 0) return new Map();
+      return bySecret(
+        await sql<Link[]>`select secret_id, tag_id from secret_tag_links
+          where secret_id = any(${sql.array(secretIds as string[])}::uuid[])`,
+      );
     },
 
     /**
@@ -72,13 +87,12 @@ export function secretTagsStore(sql: Queryable) {
      * folders' rows (a 10,000-secret folder's ids as a parameter cost more than its rows).
      */
     async linksOfFolders(folderIds: readonly string[]): Promise<Map<string, string[]>> {
-      const out = new Map<string, string[]>();
-      if (folderIds.length === 0) return out;
-      const rows = await sql<{ secretId: string; tagId: string }[]>`select l.secret_id, l.tag_id
-        from secret_tag_links l join secrets s on s.id = l.secret_id
-        where s.folder_id = any(${sql.array(folderIds as string[])}::uuid[])`;
-      for (const r of rows) out.set(r.secretId, [...(out.get(r.secretId) ?? []), r.tagId]);
-      return out;
+      if (folderIds.length === 0) return new Map();
+      return bySecret(
+        await sql<Link[]>`select l.secret_id, l.tag_id
+          from secret_tag_links l join secrets s on s.id = l.secret_id
+          where s.folder_id = any(${sql.array(folderIds as string[])}::uuid[])`,
+      );
     },
 
     /** Replaces the tags `secretId` carries. */
