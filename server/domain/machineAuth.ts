@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Store } from '../../storage/index.js';
 import type { AccessTokenState, TrustedIp } from '../../storage/identities.js';
-import type { IdentityTokens } from '../auth/tokens.js';
+import type { IdentityTokenClaims, IdentityTokens } from '../auth/tokens.js';
 import { AppError } from '../errors.js';
 import { ipMatcher } from '../http/clientAddress.js';
 import { isUuid } from './access.js';
@@ -94,15 +94,19 @@ export function machineAuth(deps: MachineAuthDeps) {
     let claims = hit !== undefined && hit.until > now() ? hit.claims : undefined;
     if (!claims) {
       claims = await tokens.verify(isHeader ? bearerToken(key) : key);
-      verified.delete(key);
-      if (verified.size >= VERIFIED_MAX) verified.delete(verified.keys().next().value!);
-      verified.set(key, { claims, until: now() + VERIFIED_TTL_MS });
+      keep(key, claims);
     }
     if (claims.exp * 1000 <= now()) {
       verified.delete(key);
       throw new AppError('TOKEN_INVALID', 'Access token expired');
     }
     return claims;
+  }
+
+  function keep(key: string, claims: IdentityTokenClaims): void {
+    verified.delete(key);
+    if (verified.size >= VERIFIED_MAX) verified.delete(verified.keys().next().value!);
+    verified.set(key, { claims, until: now() + VERIFIED_TTL_MS });
   }
 
   /** The token a Bearer header carries (401 when it carries none). */
@@ -130,14 +134,20 @@ export function machineAuth(deps: MachineAuthDeps) {
 
   /** `expiresIn` counts from `issuedAt`, so a login answers exactly the configured TTL. */
   function issue(identityId: string, clientSecretId: string, tokenId: string, issuedAt: number, expiresAt: number, maxTtl: number, authMethod?: 'jwt-auth' | 'oidc-auth') {
+    const claims: IdentityTokenClaims = { identityId, clientSecretId, tokenId, exp: Math.floor(expiresAt / 1000), ...(authMethod ? { authMethod } : {}) };
     return tokens
-      .sign({ identityId, clientSecretId, tokenId, exp: Math.floor(expiresAt / 1000), ...(authMethod ? { authMethod } : {}) })
-      .then((accessToken): LoginResult => ({
-        accessToken,
-        expiresIn: Math.max(0, Math.floor((expiresAt - issuedAt) / 1000)),
-        accessTokenMaxTTL: maxTtl,
-        tokenType: 'Bearer',
-      }));
+      .sign(claims)
+      .then((accessToken): LoginResult => {
+        // Signed here, so its claims are known without verifying it: kept under the header
+        // every client sends it in, ESO's read right after skips the HMAC and the JWT parse.
+        keep(`Bearer ${accessToken}`, claims);
+        return {
+          accessToken,
+          expiresIn: Math.max(0, Math.floor((expiresAt - issuedAt) / 1000)),
+          accessTokenMaxTTL: maxTtl,
+          tokenType: 'Bearer',
+        };
+      });
   }
 
   return {

@@ -114,3 +114,29 @@ for (const backend of BACKENDS) {
     t.ok(await live(racedId), 'though the token was issued');
   });
 }
+
+t.test('a login keeps its token as verified, with the claims verifying it gives: the first read verifies nothing', async (t) => {
+  const svc = await startTestService(t, await testEnv(t, 'embedded'));
+  const seeded = await seedHomelab(svc.services);
+  const s = svc.services;
+  const real = identityTokens(randomBytes(32));
+  let verifications = 0;
+  const tokens = { ...real, verify: (token: string) => (verifications++, real.verify(token)) };
+  const auth = machineAuth({ store: s.store, keyring: s.keyring, tokens, caches: s.caches, changes: s.changes, lockout: { maxAttempts: 3, seconds: 300 } });
+
+  const { accessToken } = await auth.login({ clientId: seeded.clientId, clientSecret: seeded.clientSecret, ip: '127.0.0.1' });
+  t.equal(auth.verifiedSize, 1, 'kept at login');
+  const actor = await auth.authenticate(`Bearer ${accessToken}`, { ip: '127.0.0.1' });
+  t.equal(verifications, 0, 'the header every client sends is answered from what the login kept');
+  const claims = await real.verify(accessToken);
+  t.same(actor, { kind: 'identity', identityId: claims.identityId, tokenId: claims.tokenId, clientSecretId: claims.clientSecretId }, 'the actor verifying the token gives');
+
+  // Another spelling of the header, or the token altered, is verified as before.
+  await auth.authenticate(`bearer  ${accessToken}`, { ip: '127.0.0.1' });
+  t.equal(verifications, 1, 'another header text is verified');
+  await t.rejects(auth.authenticate(`Bearer ${accessToken.slice(0, -2)}xx`, { ip: '127.0.0.1' }), { code: 'TOKEN_INVALID' });
+  t.equal(verifications, 2, 'an altered token is verified, and refused');
+
+  await auth.revoke(accessToken);
+  await t.rejects(auth.authenticate(`Bearer ${accessToken}`, { ip: '127.0.0.1' }), { code: 'TOKEN_INVALID' }, 'revoked: refused');
+});
