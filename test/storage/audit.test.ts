@@ -252,6 +252,34 @@ for (const backend of ['postgres', 'embedded'] as Backend[]) {
       t.match(await verify(), { ok: true, entries: before + 9 }, 'nothing to append: nothing written');
     });
 
+    await t.test('appendMany writes every field as given, awkward text and nulls included, 2,500 entries in one statement', async (t) => {
+      const before = await verify();
+      const awkward = ['', 'NULL', 'null', '"quoted"', 'back\\slash\\', '{braces,and,commas}', 'new\nline\ttab', ' spaced ', 'ünïcode ✓ 𝄞', "it's", 'x'.repeat(3000)];
+      const at = (n: number) => awkward[n % awkward.length]!;
+      const events = Array.from({ length: 2500 }, (_, n) => ({
+        actorType: (['user', 'identity', 'system'] as const)[n % 3]!,
+        actorId: n % 4 === 0 ? null : at(n + 1),
+        eventType: `event ${at(n + 2)}`,
+        projectId: n % 5 === 0 ? null : PROJECT,
+        environment: n % 6 === 0 ? null : at(n + 3),
+        secretPath: n % 7 === 0 ? null : at(n + 4),
+        secretKey: n % 8 === 0 ? null : at(n + 5),
+        secretVersion: n % 9 === 0 ? null : n,
+        metadata: (n % 10 === 0 ? {} : { text: at(n + 6), n, flag: n % 2 === 0, none: null }) as Record<string, string | number | boolean | null>,
+        ip: n % 11 === 0 ? null : at(n + 8),
+      }));
+      await store.transaction((s) => s.audit.appendMany(s.tx, events));
+      t.match(await verify(), { ok: true, entries: (before.ok ? before.entries : 0) + 2500 }, 'the chain verifies');
+      const rows = await sql<Record<string, unknown>[]>`select actor_type, actor_id, event_type, project_id, environment, secret_path, secret_key,
+          secret_version, metadata, ip from audit_log order by id desc limit 2500`;
+      // Compared as text with sorted keys (jsonb orders them its own way); one assertion, so
+      // a failure names the first entry that differs rather than diffing 2,500.
+      const canonical = (x: unknown) => JSON.stringify(x, (_, v) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort()) : v));
+      rows.reverse();
+      const differs = rows.findIndex((r, n) => canonical(r) !== canonical(events[n]));
+      t.same(differs === -1 ? [] : [rows[differs], events[differs]], [], 'each entry reads back as given, in order');
+    });
+
     await t.test('appendMany in a transaction that fails writes no entry and leaves the anchor', async (t) => {
       const before = await verify();
       const failing = store.transaction(async (s) => {
