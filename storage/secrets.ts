@@ -155,7 +155,7 @@ export function secretsStore(sql: Queryable) {
       return rows.length === 1;
     },
 
-    /** Inserts many secrets and their first version rows in one statement. */
+    /** Inserts many secrets and their first version rows in two statements. */
     async insertMany(
       rows: readonly {
         id: string;
@@ -181,12 +181,20 @@ export function secretsStore(sql: Queryable) {
         immutable: false,
         data_key_id: dataKeyId,
       }));
-      // The version rows are made from the inserted rows in the same statement: the blobs
-      // are not sent (and parsed) twice. For 500 secrets a third less time than two statements.
-      const inserted = await sql<SecretCipherRow[]>`with inserted as (insert into secrets ${sql(secrets)} returning ${sql.unsafe(COLUMNS)}),
-          versions as (insert into secret_versions (id, secret_id, folder_id, key, version, value_blob, comment_blob, actor_type, actor_id, data_key_id)
-            select gen_random_uuid(), id, folder_id, key, version, value_blob, comment_blob, ${actor.actorType}, ${actor.actorId}, data_key_id from inserted)
-        select * from inserted`;
+      const inserted = await sql<SecretCipherRow[]>`insert into secrets ${sql(secrets)} returning ${sql.unsafe(COLUMNS)}`;
+      const versions = rows.map((r) => ({
+        id: randomUUID(),
+        secret_id: r.id,
+        folder_id: r.folderId,
+        key: r.key,
+        version: 1,
+        value_blob: r.valueBlob,
+        comment_blob: r.commentBlob,
+        actor_type: actor.actorType,
+        actor_id: actor.actorId,
+        data_key_id: dataKeyId,
+      }));
+      await sql`insert into secret_versions ${sql(versions)}`;
       const byId = new Map(inserted.map((r) => [r.id, r]));
       return rows.map((r) => byId.get(r.id)!);
     },
