@@ -95,3 +95,38 @@ for (const backend of BACKENDS) {
     t.equal(gone!.n, 0, 'the old key is gone');
   });
 }
+
+for (const backend of BACKENDS) {
+  t.test(`insertMany writes each secret and its first version (${backend})`, async (t) => {
+    const svc = await startTestService(t, await testEnv(t, backend));
+    const { store } = svc.services;
+    const sql = store.sql;
+    const seeded = await seedHomelab(svc.services);
+    const env = (await store.projects.byId(seeded.projectId))!.environments.find((e) => e.slug === 'prod')!;
+    const root = (await store.folders.byPath(env.id, '/'))!;
+    const [first] = await sql<{ dataKeyId: string }[]>`select data_key_id from secrets where folder_id = ${root.id} limit 1`;
+    const dataKeyId = first!.dataKeyId;
+    const given = Array.from({ length: 300 }, (_, i) => ({
+      id: randomUUID(),
+      folderId: root.id,
+      key: `MANY_${i}`,
+      valueBlob: randomBytes(40 + (i % 7)),
+      commentBlob: i % 3 === 0 ? null : randomBytes(30),
+      skipMultilineEncoding: i % 2 === 0,
+    }));
+    const inserted = await store.transaction((s) => s.secrets.insertMany(given, { actorType: 'user', actorId: 'u-1' }, dataKeyId));
+    t.same(inserted.map((r) => r.id), given.map((g) => g.id), 'the rows, in the order given');
+    t.ok(inserted.every((r, i) => r.valueBlob.equals(given[i]!.valueBlob) && r.version === 1 && r.skipMultilineEncoding === given[i]!.skipMultilineEncoding), 'as given');
+    const versions = await sql<{ secretId: string; folderId: string; key: string; version: number; valueBlob: Buffer; commentBlob: Buffer | null; actorType: string; actorId: string; dataKeyId: string }[]>`
+      select secret_id, folder_id, key, version, value_blob, comment_blob, actor_type, actor_id, data_key_id from secret_versions
+      where secret_id = any(${sql.array(given.map((g) => g.id))}::uuid[])`;
+    t.equal(versions.length, given.length, 'one version row per secret');
+    const byId = new Map(versions.map((v) => [v.secretId, v]));
+    const wrong = given.filter((g) => {
+      const v = byId.get(g.id);
+      return !v || v.folderId !== g.folderId || v.key !== g.key || v.version !== 1 || !v.valueBlob.equals(g.valueBlob) ||
+        (g.commentBlob === null ? v.commentBlob !== null : !g.commentBlob.equals(v.commentBlob!)) || v.actorType !== 'user' || v.actorId !== 'u-1' || v.dataKeyId !== dataKeyId;
+    });
+    t.same(wrong.map((g) => g.key), [], "each version row holds its secret's blobs, key, folder, actor and data key");
+  });
+}
