@@ -1,7 +1,7 @@
 // A folder's rows as the snapshot reads them: in key order, each with its data key's
 // wrapped bytes read in the same statement, one Buffer per key however many rows.
 import { randomBytes, randomUUID } from 'node:crypto';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { SYSTEM } from '../../server/domain/access.js';
 import { secretsStore } from '../../storage/secrets.js';
 import { BACKENDS, seedHomelab, startTestService, testEnv } from '../helpers/service.js';
@@ -47,14 +47,18 @@ for (const backend of BACKENDS) {
   });
 }
 
+/** A service with homelab seeded, its store, and prod's root folder. */
+async function homelabRoot(t: Test, backend: (typeof BACKENDS)[number]) {
+  const svc = await startTestService(t, await testEnv(t, backend));
+  const { store } = svc.services;
+  const seeded = await seedHomelab(svc.services);
+  const env = (await store.projects.byId(seeded.projectId))!.environments.find((e) => e.slug === 'prod')!;
+  return { store, sql: store.sql, root: (await store.folders.byPath(env.id, '/'))! };
+}
+
 for (const backend of BACKENDS) {
   t.test(`listByFolders when an online re-key deletes the rows' key between the rows and the key (${backend})`, async (t) => {
-    const svc = await startTestService(t, await testEnv(t, backend));
-    const { store } = svc.services;
-    const sql = store.sql;
-    const seeded = await seedHomelab(svc.services);
-    const env = (await store.projects.byId(seeded.projectId))!.environments.find((e) => e.slug === 'prod')!;
-    const root = (await store.folders.byPath(env.id, '/'))!;
+    const { store, sql, root } = await homelabRoot(t, backend);
     const before = await store.secrets.listByFolders([root.id]);
     const oldKey = before[0]!.dataKeyId;
     const newKey = randomUUID();
@@ -98,12 +102,7 @@ for (const backend of BACKENDS) {
 
 for (const backend of BACKENDS) {
   t.test(`insertMany writes each secret and its first version (${backend})`, async (t) => {
-    const svc = await startTestService(t, await testEnv(t, backend));
-    const { store } = svc.services;
-    const sql = store.sql;
-    const seeded = await seedHomelab(svc.services);
-    const env = (await store.projects.byId(seeded.projectId))!.environments.find((e) => e.slug === 'prod')!;
-    const root = (await store.folders.byPath(env.id, '/'))!;
+    const { store, sql, root } = await homelabRoot(t, backend);
     const [first] = await sql<{ dataKeyId: string }[]>`select data_key_id from secrets where folder_id = ${root.id} limit 1`;
     const dataKeyId = first!.dataKeyId;
     const given = Array.from({ length: 300 }, (_, i) => ({
