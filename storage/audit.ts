@@ -486,9 +486,8 @@ export function auditStore(sql: Queryable, key?: AuditKey) {
         extra: proof?.messages ?? [],
       });
       if (proof && !proof.check(chained.extra)) throw new AuditChainError('anchor-invalid');
-      const links = entries.map((_, n) => chained.links[n]!);
+      const { links, final: headMac } = chained;
       const prev = links[links.length - 1]!;
-      const headMac = chained.final;
       // One statement for every entry and the anchor: each column one array parameter
       // (unnest), not one parameter per field: 500 entries were 8,000 parameters, each
       // serialised and parsed on its own (on PGlite about 45 ms against 35). The metadata
