@@ -46,6 +46,11 @@ export interface UniversalAuthSettings {
 
 /** A Universal Auth about to be logged in to (loginLookup). */
 export type LoginTarget = UniversalAuthRow & { staleMacCandidates: boolean };
+/** What a login reads first: the current MAC key, and the Universal Auth of its client id (loginLookup). */
+export interface LoginLookup {
+  macKey: { id: string; wrapped: Buffer } | undefined;
+  ua: LoginTarget | undefined;
+}
 type Nullable<T> = { [K in keyof T]: T[K] | null };
 
 /**
@@ -197,7 +202,7 @@ export function identitiesStore(sql: Queryable) {
      * than the current one (a rekey not yet followed by its login: claimLogin can then not
      * decide alone). The key is read for an unknown client id too: its login costs the same MAC.
      */
-    async loginLookup(clientId: string | null): Promise<{ macKey: { id: string; wrapped: Buffer } | undefined; ua: LoginTarget | undefined }> {
+    async loginLookup(clientId: string | null): Promise<LoginLookup> {
       const [row] = await sql<(Nullable<LoginTarget> & { macKeyId: string; macKeyWrapped: Buffer })[]>`select
           k.id as mac_key_id, k.wrapped as mac_key_wrapped, ${sql.unsafe(UA_COLUMNS.map((c) => `u.${c}`).join(', '))},
           exists (select 1 from identity_client_secrets s where s.identity_id = u.identity_id and ${usable()}
@@ -319,8 +324,15 @@ export function identitiesStore(sql: Queryable) {
     },
 
     /** A successful login under an older MAC key version: the hash made again under the current one. */
-    async remacClientSecret(id: string, macKeyId: string, secretHash: Buffer): Promise<void> {
-      await sql`update identity_client_secrets set secret_hash = ${secretHash}, mac_key_id = ${macKeyId} where id = ${id}`;
+    /**
+     * Replaces the secret's hash with one made under MAC key `macKeyId`, only if that key is
+     * the current one: a login that read the key before a rekey (a cached lookup) never moves
+     * a secret back to an older key, which a retirement may have deleted. True when replaced.
+     */
+    async remacClientSecret(id: string, macKeyId: string, secretHash: Buffer): Promise<boolean> {
+      const rows = await sql`update identity_client_secrets set secret_hash = ${secretHash}, mac_key_id = ${macKeyId}
+        where id = ${id} and ${macKeyId}::uuid = (select key_id from crypto_canary where id = 1) returning id`;
+      return rows.length === 1;
     },
 
     /** Counts a use atomically; false when the secret was revoked or used up meanwhile. */

@@ -145,7 +145,7 @@ export const rekey: Command = {
         : memoryBus();
 
       if (o['retire-mac-keys']) {
-        await retireMacKeys(store, crypto, io);
+        await retireMacKeys(store, crypto, bus, io);
         return EXIT_OK;
       }
 
@@ -169,6 +169,8 @@ export const rekey: Command = {
           const { from, to } = await rekeyMacKey(s, crypto!);
           await appendSystem(s, crypto!, 'rekey-mac-key', { previousKeyId: from, keyId: to });
         });
+        // Running replicas drop the MAC key their logins cached (caches.logins).
+        await bus.publish(topics.macKey, '');
         await committed(run);
         io.err('client secrets: a new MAC key version is current (each secret moves to it at its next login)');
       }
@@ -198,7 +200,7 @@ export const rekey: Command = {
       await store.transaction(async (s) =>
         appendSystem(s, crypto!, 'rekey-finished', { projects, blobsReencrypted: run.blobs }),
       );
-      await retireMacKeys(store, crypto, io);
+      await retireMacKeys(store, crypto, bus, io);
       io.out(`re-keyed ${projects} project${projects === 1 ? '' : 's'} (${run.blobs} values and comments re-encrypted; old data keys deleted)`);
       return EXIT_OK;
     } finally {
@@ -210,7 +212,7 @@ export const rekey: Command = {
 };
 
 /** Deletes MAC key versions no usable client secret names any more; says how many secrets still hold an old one. */
-async function retireMacKeys(store: Store, crypto: Crypto, io: Context['io']) {
+async function retireMacKeys(store: Store, crypto: Crypto, bus: CacheBus, io: Context['io']) {
   const r = await store
     .transaction(async (s) => {
       const out = await s.keys.retireMacKeys();
@@ -222,6 +224,7 @@ async function retireMacKeys(store: Store, crypto: Crypto, io: Context['io']) {
       if ((err as { code?: string }).code === '23503') throw new CliError('a client secret was just made under an old MAC key version; nothing was deleted: run rekey --retire-mac-keys again');
       throw err;
     });
+  if (r.deleted > 0) await bus.publish(topics.macKey, '');
   io.err(
     `client secrets: ${r.deleted} old MAC key version${r.deleted === 1 ? '' : 's'} deleted; ${r.secretsOnOldKeys} usable secret${r.secretsOnOldKeys === 1 ? '' : 's'} ` +
       'still on an older version (moved at their next login; run rekey --retire-mac-keys later to delete it then)',

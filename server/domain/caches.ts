@@ -2,7 +2,7 @@
 // true. A change publishes on the bus inside the same code path that committed it;
 // other replicas hear it through Redis.
 import { ReadThroughCache, type CacheBus } from '../../storage/cache.js';
-import type { AccessTokenState } from '../../storage/identities.js';
+import type { AccessTokenState, LoginLookup } from '../../storage/identities.js';
 import type { FolderRow } from '../../storage/folders.js';
 import type { MemberRoleRecord } from '../../storage/memberships.js';
 import type { ProjectRecord } from '../../storage/projects.js';
@@ -31,6 +31,7 @@ export const topics = {
   identity: 'identity', // key: identity id
   userSession: 'user-session', // key: session id
   tags: 'tags', // key: project id (a tag created, changed or deleted)
+  macKey: 'mac-key', // key: '' (the client-secret MAC key rotated, or old ones retired)
 } as const;
 export type Topic = (typeof topics)[keyof typeof topics];
 
@@ -54,8 +55,11 @@ export const CACHE_TTL_MS = 60_000;
  *   (ESO: login, read, revoke within seconds), so entries follow the syncs of the last
  *   minute. A revoked or expired token (null) is never stored: it leaves on revocation
  *   (invalidated on every replica) and does not come back.
+ * - logins: ~700 B each (a client id, its Universal Auth and the wrapped MAC key); 10,000
+ *   → ~7 MB, one per client that logged in within a minute. An unknown client id is never
+ *   stored: guessing ids cannot fill it.
  */
-export const CACHE_LIMITS = { projects: 1_000, roles: 10_000, folders: 2_000, accessTokens: 10_000, imports: 2_000 } as const;
+export const CACHE_LIMITS = { projects: 1_000, roles: 10_000, folders: 2_000, accessTokens: 10_000, imports: 2_000, logins: 10_000 } as const;
 /** How often expired entries are dropped (services.ts runs the sweep). */
 export const CACHE_SWEEP_MS = 30_000;
 
@@ -70,6 +74,12 @@ export function createCaches(bus: CacheBus) {
     imports: new ReadThroughCache<SecretImportRow[]>(CACHE_LIMITS.imports, CACHE_TTL_MS, bus),
     /** A project's tags, keyed by project id. */
     tags: new ReadThroughCache<TagRow[]>(CACHE_LIMITS.projects, CACHE_TTL_MS, bus),
+    /**
+     * What a login reads before its claim (storage loginLookup), keyed by client id: ESO logs
+     * in on every sync. The claim decides on the identity's row as it is then, so a stale
+     * entry can only refuse early (trusted IPs) or take the claim's slower path (MAC key).
+     */
+    logins: new ReadThroughCache<LoginLookup>(CACHE_LIMITS.logins, CACHE_TTL_MS, bus, (found) => found.ua !== undefined),
   };
 
   bus.subscribe((topic, key) => {
@@ -103,6 +113,10 @@ export function createCaches(bus: CacheBus) {
       case topics.identity:
         caches.accessTokens.invalidateWhere((_k, t) => t?.identityId === key);
         caches.roles.invalidateWhere((k) => k.endsWith(`:identity:${key}`));
+        caches.logins.invalidateWhere((_k, found) => found.ua?.identityId === key);
+        break;
+      case topics.macKey:
+        caches.logins.clear();
         break;
     }
   });

@@ -62,7 +62,7 @@ export interface MachineAuthDeps {
   };
   keyring: Pick<Keyring, 'macWith' | 'findClientSecret'>;
   tokens: IdentityTokens;
-  caches: Pick<Caches, 'accessTokens'>;
+  caches: Pick<Caches, 'accessTokens' | 'logins'>;
   changes: Pick<WritePipeline, 'byCaller' | 'groupedByCaller'>;
   lockout: { maxAttempts: number; seconds: number };
   now?: () => number;
@@ -179,7 +179,12 @@ export function machineAuth(deps: MachineAuthDeps) {
      * claimed attempt has its secret compared (claimLogin, in the claim's statement).
      */
     async login(input: { clientId: string; clientSecret: string; ip?: string | null }): Promise<LoginResult> {
-      const { macKey, ua: found } = await store.identities.loginLookup(isUuid(input.clientId) ? input.clientId.toLowerCase() : null);
+      const clientId = isUuid(input.clientId) ? input.clientId.toLowerCase() : null;
+      // A known client's lookup is cached (caches.logins: the claim below decides on the rows
+      // as they are); an unknown or malformed id is read every time, and costs the same MAC.
+      const { macKey, ua: found } = await (clientId === null
+        ? store.identities.loginLookup(null)
+        : caches.logins.get(clientId, () => store.identities.loginLookup(clientId)));
       // The MAC is computed even for an unknown client id, so both failures cost the same.
       const mac = await keyring.macWith(macKey, input.clientSecret);
       if (!found) throw invalidCredentials();
@@ -222,8 +227,9 @@ export function machineAuth(deps: MachineAuthDeps) {
             const match = await keyring.findClientSecret(input.clientSecret, await s.identities.usableClientSecrets(ua.identityId), mac);
             if (match) {
               secretId = match.id;
-              // Made under an older MAC key version: made again under the current one.
-              remac = match.macKeyId !== mac.keyId;
+              // Made under another MAC key version: made again under `mac`'s, if that is the
+              // current one (a lookup cached across a rekey holds the old key: no move back).
+              const remacking = match.macKeyId !== mac.keyId;
               // One round trip; a secret revoked or used up meanwhile rolls all of it back.
               const writes = Promise.all([
                 s.identities.markClientSecretUsed(secretId),
@@ -236,11 +242,12 @@ export function machineAuth(deps: MachineAuthDeps) {
                   numUsesLimit: ua.accessTokenNumUsesLimit,
                 }),
                 s.identities.clearLoginFailures(ua.identityId),
-                remac ? s.identities.remacClientSecret(secretId, mac.keyId, mac.mac) : undefined,
+                remacking ? s.identities.remacClientSecret(secretId, mac.keyId, mac.mac) : false,
               ]);
               sent();
-              const [used] = await writes;
+              const [used, , , remacked] = await writes;
               if (!used) throw invalidCredentials();
+              remac = remacked;
             }
           }
           // Failed logins are not written to the audit trail (anyone could fill it with

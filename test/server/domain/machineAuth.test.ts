@@ -4,6 +4,9 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { identityTokens } from '../../../server/auth/tokens.js';
+import { SYSTEM } from '../../../server/domain/access.js';
+import { topics } from '../../../server/domain/caches.js';
+import { rekeyMacKey } from '../../../server/domain/keyring.js';
 import { machineAuth } from '../../../server/domain/machineAuth.js';
 import type { Change } from '../../../server/domain/pipeline.js';
 import { request } from '../../helpers/http.js';
@@ -139,4 +142,61 @@ t.test('a login keeps its token as verified, with the claims verifying it gives:
 
   await auth.revoke(accessToken);
   await t.rejects(auth.authenticate(`Bearer ${accessToken}`, { ip: '127.0.0.1' }), { code: 'TOKEN_INVALID' }, 'revoked: refused');
+});
+
+t.test('a known client\'s login lookup is cached until its identity changes or the MAC key moves; a stale key never moves a secret back', async (t) => {
+  const svc = await startTestService(t, await testEnv(t, 'embedded'));
+  const seeded = await seedHomelab(svc.services);
+  const s = svc.services;
+  let lookups = 0;
+  const lookup = s.store.identities.loginLookup.bind(s.store.identities);
+  s.store.identities.loginLookup = (clientId) => {
+    lookups++;
+    return lookup(clientId);
+  };
+  const loginWith = (clientId: string, clientSecret: string) =>
+    request(`${svc.url}/api/v1/auth/universal-auth/login`, { method: 'POST', json: { clientId, clientSecret } });
+  const macKeyOf = async (secretId: string) =>
+    (await s.db.sql<{ macKeyId: string }[]>`select mac_key_id from identity_client_secrets where id = ${secretId}`)[0]!.macKeyId;
+
+  t.equal((await loginWith(seeded.clientId, seeded.clientSecret)).status, 200);
+  t.equal((await loginWith(seeded.clientId, seeded.clientSecret)).status, 200);
+  t.equal((await loginWith(seeded.clientId.toUpperCase(), 'f'.repeat(64))).status, 401, 'a wrong secret is still refused (decided by the claim)');
+  t.equal(lookups, 1, 'one lookup for three logins of the same client (its id in any case)');
+
+  const unknown = '00000000-0000-4000-8000-000000000000';
+  t.equal((await loginWith(unknown, seeded.clientSecret)).status, 401);
+  t.equal((await loginWith(unknown, seeded.clientSecret)).status, 401);
+  t.equal(lookups, 3, 'an unknown client id is looked up every time (never cached)');
+
+  // The identity's settings change: its entry goes at once.
+  const allowed = (await s.identities.getUniversalAuth(SYSTEM, seeded.identityId)).clientSecretTrustedIps;
+  await s.identities.updateUniversalAuth(SYSTEM, seeded.identityId, { clientSecretTrustedIps: [{ ipAddress: '10.0.0.0', type: 'ipv4', prefix: 8 }] });
+  t.equal((await loginWith(seeded.clientId, seeded.clientSecret)).status, 403, 'narrowed trusted IPs refuse the next login');
+  t.equal(lookups, 4, 'read again after the change');
+  await s.identities.updateUniversalAuth(SYSTEM, seeded.identityId, { clientSecretTrustedIps: allowed });
+  t.equal((await loginWith(seeded.clientId, seeded.clientSecret)).status, 200, 'widened again: admitted');
+  t.equal(lookups, 5);
+
+  // A MAC key rotation this replica has not heard of yet (no invalidation published): the
+  // cached lookup holds the old key. A secret made since, under the new key, logs in (the
+  // claim's undecided path compares it under its own key) and is not moved back to the old one.
+  const [first] = await s.db.sql<{ id: string }[]>`select id from identity_client_secrets where identity_id = ${seeded.identityId} order by created_at limit 1`;
+  const oldKey = (await s.db.sql<{ keyId: string }[]>`select key_id from crypto_canary where id = 1`)[0]!.keyId;
+  await s.store.transaction((tx) => rekeyMacKey(tx, s.crypto));
+  const made = await s.identities.createClientSecret(SYSTEM, seeded.identityId);
+  const newKey = await macKeyOf(made.clientSecretData.id);
+  t.not(newKey, oldKey, 'the new secret is made under the new key');
+  t.equal((await loginWith(seeded.clientId, made.clientSecret)).status, 200, 'it logs in through the stale lookup');
+  t.equal(lookups, 5, 'which was cached');
+  t.equal(await macKeyOf(made.clientSecretData.id), newKey, 'and keeps its key (not re-MACed under the old one)');
+  const [entry] = await s.db.sql<{ metadata: Record<string, unknown> }[]>`select metadata from audit_log
+    where event_type = 'login-identity-universal-auth' order by id desc limit 1`;
+  t.equal(entry!.metadata.macKeyUpgraded, undefined, 'its audit entry claims no upgrade');
+
+  // Told of the rotation: the next login reads the current key, and the older secret moves to it.
+  await s.bus.publish(topics.macKey, '');
+  t.equal((await loginWith(seeded.clientId, seeded.clientSecret)).status, 200);
+  t.equal(lookups, 6, 'read again after the MAC key moved');
+  t.equal(await macKeyOf(first!.id), newKey, 'the older secret is re-MACed under the current key');
 });
