@@ -111,6 +111,9 @@ const UA_COLUMNS = [
   'identity_id', 'client_id', 'access_token_ttl', 'access_token_max_ttl', 'access_token_num_uses_limit',
   'client_secret_trusted_ips', 'access_token_trusted_ips', 'failed_logins', 'last_failed_login_at', 'created_at', 'updated_at',
 ] as const;
+// The same list as SQL text (sql.unsafe): the `sql(list)` helper searches the whole statement
+// before it for keywords on every call, ~3% of an ESO sync's main thread through claimLogin.
+const UA_LIST = UA_COLUMNS.join(', ');
 
 const CLIENT_SECRET_INFO = [
   'id', 'identity_id', 'prefix', 'description', 'ttl', 'num_uses', 'num_uses_limit', 'is_revoked', 'last_used_at', 'created_at', 'updated_at',
@@ -169,7 +172,7 @@ export function identitiesStore(sql: Queryable) {
             '[{"ipAddress":"0.0.0.0","type":"ipv4","prefix":0},{"ipAddress":"::","type":"ipv6","prefix":0}]'::jsonb),
           coalesce(${u.accessTokenTrustedIps ? sql.json(u.accessTokenTrustedIps as never) : null}::jsonb,
             '[{"ipAddress":"0.0.0.0","type":"ipv4","prefix":0},{"ipAddress":"::","type":"ipv6","prefix":0}]'::jsonb))
-        returning ${sql(UA_COLUMNS)}`;
+        returning ${sql.unsafe(UA_LIST)}`;
       return row!;
     },
 
@@ -183,14 +186,14 @@ export function identitiesStore(sql: Queryable) {
           access_token_trusted_ips = ${sql.json(u.accessTokenTrustedIps as never)},
           updated_at = now()
         where identity_id = ${identityId}
-        returning ${sql(UA_COLUMNS)}`;
+        returning ${sql.unsafe(UA_LIST)}`;
       return row;
     },
 
     async universalAuthByIdentity(identityId: string, opts: { forUpdate?: boolean } = {}): Promise<UniversalAuthRow | undefined> {
       const [row] = opts.forUpdate
-        ? await sql<UniversalAuthRow[]>`select ${sql(UA_COLUMNS)} from identity_universal_auth where identity_id = ${identityId} for update`
-        : await sql<UniversalAuthRow[]>`select ${sql(UA_COLUMNS)} from identity_universal_auth where identity_id = ${identityId}`;
+        ? await sql<UniversalAuthRow[]>`select ${sql.unsafe(UA_LIST)} from identity_universal_auth where identity_id = ${identityId} for update`
+        : await sql<UniversalAuthRow[]>`select ${sql.unsafe(UA_LIST)} from identity_universal_auth where identity_id = ${identityId}`;
       return row;
     },
 
@@ -261,7 +264,7 @@ export function identitiesStore(sql: Queryable) {
           where u.identity_id = ${identityId}
             and (u.failed_logins < ${maxAttempts} or u.last_failed_login_at is null
               or u.last_failed_login_at <= ${at}::timestamptz - make_interval(secs => ${lockSeconds}))
-          returning ${sql(UA_COLUMNS)}, (select id from matched) as matched_secret_id,
+          returning ${sql.unsafe(UA_LIST)}, (select id from matched) as matched_secret_id,
             not exists (select 1 from matched) and exists (select 1 from identity_client_secrets s
               where s.identity_id = u.identity_id and s.mac_key_id <> ${presented.keyId} and ${usable()}) as undecided
         ), used as (
