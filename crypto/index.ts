@@ -134,13 +134,16 @@ export interface Crypto {
    * `segments` as a function: called once the task is on its way, so the worker opens the
    * values while the caller shapes the fixed text (what it throws, render throws). Either
    * form may give the segments already joined (FixedText).
+   * `items` as an async iterable of packed parts: each is sent to the worker as it comes
+   * (opened there while the caller produces the next), and `segments` is asked for once
+   * the last has come. What the iterable throws, render throws.
    */
   render(
     wrappedKey: Buffer,
     keyAad: string,
     cacheKey: string,
     segments: Segments | (() => Segments),
-    items: RenderItems,
+    items: RenderItems | AsyncIterable<PackedItems>,
     refuseIf?: string,
   ): Promise<Rendered>;
   /** What a worker holds under `cacheKey` (a task to any one worker): undefined when it holds nothing. */
@@ -399,11 +402,12 @@ class PooledCrypto implements Crypto {
     keyAad: string,
     cacheKey: string,
     segments: Segments | (() => Segments),
-    items: RenderItems,
+    items: RenderItems | AsyncIterable<PackedItems>,
     refuseIf?: string,
   ): Promise<Rendered> {
-    const packed = asPacked(items);
-    const count = packed.blobEnds.length;
+    const parts = isAsyncIterable(items) ? items : undefined;
+    const packed = parts ? NO_ITEMS : asPacked(items);
+    let count = packed.blobEnds.length;
     const fixedText = (given: unknown): { segments: string; segmentEnds: Uint32Array } => {
       if (Array.isArray(given)) {
         if (given.length !== count + 1 || !given.every((x) => typeof x === 'string')) throw new CryptoError('BAD_TASK');
@@ -427,14 +431,23 @@ class PooledCrypto implements Crypto {
       aadEnds: packed.aadEnds,
       ...(refuseIf !== undefined ? { refuseIf } : {}),
     };
-    if (typeof segments !== 'function') {
+    if (typeof segments !== 'function' && !parts) {
       return asRendered(await this.#run({ ...task, ...fixedText(segments) }, transferList)) ?? { refused: true };
     }
-    // The worker opens the values while the fixed text is shaped here, then gets it on a port.
+    // The worker opens the values while the fixed text is shaped here (and, streamed, while
+    // the next items are produced), then gets it on a port.
     const { port1, port2 } = new MessageChannel();
-    const result = this.#run({ ...task, segmentsPort: port2 }, [...transferList, port2]);
+    const result = this.#run({ ...task, segmentsPort: port2, ...(parts ? { itemsFollow: true as const } : {}) }, [...transferList, port2]);
     try {
-      port1.postMessage(fixedText(segments()));
+      if (parts) {
+        for await (const part of parts) {
+          const p = asPacked(part);
+          const { views: [blobs, aads], transferList: moved } = pack([p.blobs, p.aads]);
+          port1.postMessage({ blobs: blobs!, blobEnds: p.blobEnds, aads: aads!, aadEnds: p.aadEnds }, moved);
+          count += p.blobEnds.length;
+        }
+      }
+      port1.postMessage(fixedText(typeof segments === 'function' ? segments() : segments));
     } catch (err) {
       // Closing the port fails the task (BAD_TASK); the caller gets what shaping threw.
       port1.close();
@@ -532,6 +545,10 @@ function ends(lengths: number[]): Uint32Array {
   for (let i = 0; i < lengths.length; i++) out[i] = at += lengths[i]!;
   return out;
 }
+
+const NO_ITEMS: PackedItems = { blobs: new Uint8Array(0), blobEnds: new Uint32Array(0), aads: new Uint8Array(0), aadEnds: new Uint32Array(0) };
+const isAsyncIterable = (x: unknown): x is AsyncIterable<unknown> =>
+  typeof (x as { [Symbol.asyncIterator]?: unknown } | null)?.[Symbol.asyncIterator] === 'function';
 
 /** Items as the render task carries them (the worker checks that the ends ascend to each whole). */
 function asPacked(items: unknown): PackedItems {

@@ -53,7 +53,10 @@ export type Task =
  * expansion happens on the main thread, for that request only).
  * Instead of `segments` / `segmentEnds`, a task may carry `segmentsPort`: the caller sends
  * them there (one message, `{ segments, segmentEnds }`) while this worker opens the values,
- * so shaping the answer's fixed text on the main thread and decrypting overlap.
+ * so shaping the answer's fixed text on the main thread and decrypting overlap. With
+ * `itemsFollow`, the task's items are only the first of them: more follow on that port,
+ * each message `{ blobs, blobEnds, aads, aadEnds }` as in the task, before the segments
+ * (a folder's rows opened here while the main thread is still reading them).
  */
 export interface RenderTask {
   op: 'render';
@@ -63,6 +66,7 @@ export interface RenderTask {
   segments?: string;
   segmentEnds?: Uint32Array;
   segmentsPort?: MessagePort;
+  itemsFollow?: true;
   blobs: Uint8Array;
   blobEnds: Uint32Array;
   /** Each blob's associated data, as UTF-8 bytes. */
@@ -299,62 +303,106 @@ const isSegments = (v: unknown, n: number): v is Segments => {
   );
 };
 
-/** The one message on `port` (null: anything else, or the port closed first). */
-function segmentsFrom(port: MessagePort, n: number): Promise<Segments | null> {
-  return new Promise((resolve) => {
-    port.once('message', (m: unknown) => resolve(isSegments(m, n) ? m : null));
-    port.once('close', () => resolve(null));
+/** A render's items, as the task carries the first of them (packed). */
+type Items = Pick<RenderTask, 'blobs' | 'blobEnds' | 'aads' | 'aadEnds'>;
+const isItems = (v: unknown): v is Items => {
+  const x = v as Partial<Items> | null;
+  return (
+    x !== null &&
+    typeof x === 'object' &&
+    isBytes(x.blobs) &&
+    isBytes(x.aads) &&
+    x.blobEnds instanceof Uint32Array &&
+    x.aadEnds instanceof Uint32Array &&
+    x.aadEnds.length === x.blobEnds.length &&
+    ascending(x.blobEnds, x.blobs.byteLength) &&
+    ascending(x.aadEnds, x.aads.byteLength)
+  );
+};
+
+/** The messages of a render's port, in order; null once it is closed (or the task is over). */
+function portMessages(port: MessagePort): { next(): Promise<unknown> } {
+  const queue: unknown[] = [];
+  let closed = false;
+  let wake: (() => void) | undefined;
+  port.on('message', (m: unknown) => {
+    queue.push(m);
+    wake?.();
   });
+  port.once('close', () => {
+    closed = true;
+    wake?.();
+  });
+  return {
+    async next() {
+      while (queue.length === 0 && !closed) await new Promise<void>((resolve) => (wake = resolve));
+      wake = undefined;
+      return queue.length > 0 ? queue.shift() : null;
+    },
+  };
 }
 
 async function render(keyProvider: KeyProvider, t: RenderTask): Promise<Results['render'] | Failure> {
-  const { blobs, blobEnds, aads, aadEnds } = t;
-  if (!isStr(t.cacheKey) || !isBytes(t.wrappedKey) || !isStr(t.keyAad) || !isBytes(aads) || !isBytes(blobs)) return fail('BAD_TASK');
-  if (!(blobEnds instanceof Uint32Array) || !(aadEnds instanceof Uint32Array)) return fail('BAD_TASK');
-  const n = blobEnds.length;
-  if (aadEnds.length !== n || !ascending(blobEnds, blobs.length) || !ascending(aadEnds, aads.length)) return fail('BAD_TASK');
+  if (!isStr(t.cacheKey) || !isBytes(t.wrappedKey) || !isStr(t.keyAad) || !isItems(t)) return fail('BAD_TASK');
   const late = t.segmentsPort !== undefined;
-  if (late ? !(t.segmentsPort instanceof MessagePort) || t.segments !== undefined || t.segmentEnds !== undefined : !isSegments(t, n)) {
+  if (late ? !(t.segmentsPort instanceof MessagePort) || t.segments !== undefined || t.segmentEnds !== undefined : !isSegments(t, t.blobEnds.length)) {
     return fail('BAD_TASK');
   }
+  if (t.itemsFollow !== undefined && (t.itemsFollow !== true || !late)) return fail('BAD_TASK');
   if (t.refuseIf !== undefined && (!isStr(t.refuseIf) || t.refuseIf === '')) return fail('BAD_TASK');
   applyForgets();
   const key = await dataKey(keyProvider, asBuffer(t.wrappedKey), t.keyAad);
   if (key === null) return fail('UNWRAP_FAILED');
   const byVersion = (v: number) => (v === DATA_KEY_VERSION ? key.cipher : undefined);
-  const all = asBuffer(blobs);
-  const allAads = asBuffer(aads);
   const refuse = t.refuseIf === undefined ? undefined : Buffer.from(t.refuseIf, 'utf8');
   // Each value as the bytes of its JSON string literal. Most values need no escaping:
   // their plaintext bytes, quoted in the answer, never decoded into a string here.
-  const literals: Buffer[] = new Array<Buffer>(n);
-  const quoted = new Uint8Array(n); // 1: literals[i] is already JSON.stringify's, quotes and all
-  try {
-    for (let i = 0; i < n; i++) {
+  const literals: Buffer[] = [];
+  const quoted: number[] = []; // 1: literals[i] is already JSON.stringify's, quotes and all
+  /** Opens the items after those opened so far: undefined, or why the render stops. */
+  const openItems = ({ blobs, blobEnds, aads, aadEnds }: Items): Failure | { ok: true; refused: true } | undefined => {
+    const all = asBuffer(blobs);
+    const allAads = asBuffer(aads);
+    for (let i = 0; i < blobEnds.length; i++) {
       const blob = all.subarray(i === 0 ? 0 : blobEnds[i - 1], blobEnds[i]);
       const aad = allAads.subarray(i === 0 ? 0 : aadEnds[i - 1], aadEnds[i]);
       const plain = open(byVersion, blob, aad);
-      if (plain === null) return fail('OPEN_FAILED', i);
-      literals[i] = plain;
+      if (plain === null) return fail('OPEN_FAILED', literals.length);
       // Sealed from strings, so valid UTF-8: a byte search finds what a text search would.
       if (refuse !== undefined && plain.includes(refuse)) {
+        plain.fill(0);
         rememberRendered(t.cacheKey, REFUSED);
         return { ok: true, refused: true };
       }
-      if (!needsNoEscape(plain)) {
-        literals[i] = Buffer.from(JSON.stringify(plain.toString('utf8')), 'utf8');
-        quoted[i] = 1;
+      if (needsNoEscape(plain)) {
+        literals.push(plain);
+        quoted.push(0);
+      } else {
+        literals.push(Buffer.from(JSON.stringify(plain.toString('utf8')), 'utf8'));
+        quoted.push(1);
         plain.fill(0);
       }
     }
-    const fixed = late ? await segmentsFrom(t.segmentsPort!, n) : (t as Segments);
-    if (fixed === null) return fail('BAD_TASK');
-    const bytes = assemble(fixed, literals, quoted);
+    return undefined;
+  };
+  try {
+    const stop = openItems(t);
+    if (stop) return stop;
+    let fixed: unknown = t;
+    if (late) {
+      const port = portMessages(t.segmentsPort!);
+      for (fixed = await port.next(); t.itemsFollow && isItems(fixed); fixed = await port.next()) {
+        const stopped = openItems(fixed);
+        if (stopped) return stopped;
+      }
+    }
+    if (!isSegments(fixed, literals.length)) return fail('BAD_TASK');
+    const bytes = assemble(fixed, literals, Uint8Array.from(quoted));
     rememberRendered(t.cacheKey, bytes);
     return { ok: true, bytes };
   } finally {
     // Plaintext: zeroed, not left to the collector.
-    for (const l of literals) l?.fill(0);
+    for (const l of literals) l.fill(0);
   }
 }
 

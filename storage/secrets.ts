@@ -70,14 +70,34 @@ const VERSION_COLUMNS = `id, secret_id, folder_id, key, version, value_blob, com
 const LIST_COLUMNS = `id, folder_id, key, version, value_blob, comment_blob, skip_multiline_encoding, immutable, created_at, updated_at, data_key_id`;
 /** Reads of a folder's rows and keys before giving up on a key that went missing between them. */
 const LIST_ATTEMPTS = 3;
+/** Rows per part when a reader takes them as they come (listByFolders' onRows). */
+export const LIST_PART_ROWS = 2000;
+/** A part of a folder's rows, before their data keys' wrapped bytes are read. */
+export type CipherRowPart = ReadonlyArray<Omit<SecretCipherRow, 'wrappedKey'>>;
 
 export function secretsStore(sql: Queryable) {
   return {
-    async listByFolders(folderIds: readonly string[]): Promise<SecretCipherRow[]> {
+    /**
+     * The rows of the folders, by key. `onRows`: also handed over in parts of LIST_PART_ROWS
+     * as they are read (one statement, a cursor), for a reader that works on them meanwhile;
+     * only the first read's (a retry's rows are not), and without their wrapped keys yet.
+     */
+    async listByFolders(folderIds: readonly string[], onRows?: (part: CipherRowPart) => void): Promise<SecretCipherRow[]> {
       if (folderIds.length === 0) return [];
       for (let attempt = 1; ; attempt++) {
-        const rows = await sql<Array<Omit<SecretCipherRow, 'wrappedKey'> & { wrappedKey: Buffer | null }>>`select ${sql.unsafe(LIST_COLUMNS)}
+        type Row = Omit<SecretCipherRow, 'wrappedKey'> & { wrappedKey: Buffer | null };
+        const query = sql<Row[]>`select ${sql.unsafe(LIST_COLUMNS)}
           from secrets where folder_id = any(${sql.array(folderIds as string[])}::uuid[]) order by key`;
+        let rows: Row[];
+        if (onRows && attempt === 1) {
+          rows = [];
+          for await (const part of query.cursor(LIST_PART_ROWS)) {
+            for (const r of part) rows.push(r);
+            onRows(part);
+          }
+        } else {
+          rows = await query;
+        }
         const keyIds = [...new Set(rows.map((r) => r.dataKeyId))];
         const wrapped = new Map<string, Buffer>();
         if (keyIds.length > 0) {

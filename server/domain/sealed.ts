@@ -2,6 +2,7 @@
 // Every read that decrypts (lists, single reads, history, restore, export, references)
 // goes through openSealed, so a blob that does not open is answered the same way
 // everywhere: a 500 DecryptionFailed that names the row, never a value or a guess.
+import { Readable } from 'node:stream';
 import type { Crypto, PackedItems, Segments } from '../../crypto/index.js';
 import type { TxStores } from '../../storage/index.js';
 import type { ProjectRecord } from '../../storage/projects.js';
@@ -229,6 +230,53 @@ export async function renderSealed(
   } catch (err) {
     throw openError(err, project, ownerAt);
   }
+}
+
+/**
+ * renderSealed for rows that arrive in parts (a folder being read): each part is packed
+ * and sent to the worker as it comes, so the values are opened while the rest are read.
+ * `end` once the last part is in (the worker then asks for `segments`); `abandon` drops
+ * the render (its result rejects, and is not reported as unhandled). Every row must be
+ * under `dataKey`. Failures as renderSealed.
+ */
+export function renderSealedParts<R extends SealedRow>(
+  crypto: Pick<Crypto, 'render'>,
+  project: Pick<ProjectRecord, 'id'>,
+  environmentId: string,
+  dataKey: { id: string; wrapped: Buffer },
+  cacheKey: string,
+  idOf: (r: R) => string,
+  ownerOf: (r: R) => string,
+  segments: () => Segments,
+  opts: { refuseIf?: string } = {},
+) {
+  const parts = new Readable({ objectMode: true, read() {} });
+  // Where each part's items start, to name the row of an OPEN_FAILED among all of them.
+  const owners: Array<{ from: number; ownerAt: (index: number) => string | undefined }> = [];
+  let sent = 0;
+  const ownerAt = (index: number) => {
+    for (let k = owners.length - 1; k >= 0; k--) if (index >= owners[k]!.from) return owners[k]!.ownerAt(index - owners[k]!.from);
+    return undefined;
+  };
+  const result = crypto.render(dataKey.wrapped, dataKeyAad(dataKey.id), cacheKey, segments, parts, opts.refuseIf).catch((err: unknown) => {
+    throw openError(err, project, ownerAt);
+  });
+  return {
+    push(rows: readonly R[]): void {
+      const packed = packedItems(project.id, environmentId, rows, idOf, ownerOf);
+      owners.push({ from: sent, ownerAt: packed.ownerAt });
+      sent += packed.items.blobEnds.length;
+      parts.push(packed.items);
+    },
+    end(): void {
+      parts.push(null);
+    },
+    abandon(): void {
+      result.catch(() => {});
+      parts.destroy(new Error('render abandoned'));
+    },
+    result,
+  };
 }
 
 /**

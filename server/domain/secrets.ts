@@ -8,14 +8,14 @@ import type { Store, TxStores } from '../../storage/index.js';
 import type { EnvironmentRow, ProjectRecord } from '../../storage/projects.js';
 import type { SecretImportRow } from '../../storage/secretImports.js';
 import type { TagRow } from '../../storage/secretTags.js';
-import type { SecretCipherRow } from '../../storage/secrets.js';
+import type { CipherRowPart, SecretCipherRow } from '../../storage/secrets.js';
 import { AppError } from '../errors.js';
 import { auditActor, maySecrets, mayReadSecrets, requireSecrets, unrestrictedFor, type AccessControl, type Actor, type ProjectAccess, type ProjectRef, type SecretAction, type SystemActor } from './access.js';
 import { topics, type FolderSnapshot } from './caches.js';
 import { normaliseSecretPath } from './paths.js';
 import type { AuditEntry, Change, Origin, WritePipeline } from './pipeline.js';
 import { expandReferences, targetId, type ReferenceTarget } from './references.js';
-import { currentRow, versionRow, openSealed, packedItems, renderSealed, sealMany, sealVersion, sealedItems, secretAad, valuesAndComments, type RenderedSealed } from './sealed.js';
+import { currentRow, versionRow, openSealed, packedItems, renderSealed, renderSealedParts, sealMany, sealVersion, sealedItems, secretAad, valuesAndComments, type RenderedSealed } from './sealed.js';
 import { folderNotFound, type FolderSnapshots } from './snapshots.js';
 import { tagRef, tagsForWrite, type TagRef } from './tags.js';
 import { CONTROL_CHARACTER, LONE_SURROGATE } from './text.js';
@@ -290,7 +290,8 @@ export function secretsDomain(deps: SecretsDeps) {
   const rendering = new Map<string, Promise<RenderedSealed>>();
   let serials = 0;
 
-  function templateOf(project: ProjectRecord, env: EnvironmentRow, snap: FolderSnapshot, shaper: ListShaper): ListTemplate {
+  /** `serial`: the one its cache keys were made with already (renderWhileReading). */
+  function templateOf(project: ProjectRecord, env: EnvironmentRow, snap: FolderSnapshot, shaper: ListShaper, serial = ++serials): ListTemplate {
     const known = templates.get(snap);
     // The project and environment come from other caches than the snapshot: a renamed
     // environment is another template (and another cache key).
@@ -303,12 +304,63 @@ export function secretsDomain(deps: SecretsDeps) {
       }
       return t.segments;
     };
-    const serial = ++serials;
-    const prefix = renderedListPrefix(env.id);
-    const keys = { expanded: `${prefix}${serial}:x`, raw: `${prefix}${serial}:r` };
+    const keys = listKeys(env, serial);
     const t: ListTemplate = { projectId: project.id, environment: env.slug, shaper, segments: undefined, shape, keys, rendered: new Set() };
     templates.set(snap, t);
     return t;
+  }
+
+  const listKeys = (env: EnvironmentRow, serial: number) => {
+    const prefix = renderedListPrefix(env.id);
+    return { expanded: `${prefix}${serial}:x`, raw: `${prefix}${serial}:r` };
+  };
+
+  /**
+   * A folder's first read renders while it reads: the rows go to a worker in parts as the
+   * database returns them (renderSealedParts), under a cache key of the template the
+   * snapshot they become will have. Only rows under the project's current data key;
+   * anything else (another key, tags, a read the store retried, a template made
+   * meanwhile) abandons it, and the read renders the snapshot as before.
+   */
+  function renderWhileReading(renderer: Pick<Crypto, 'render'>, project: ProjectRecord, env: EnvironmentRow, shaper: ListShaper, expand: boolean) {
+    let started: { serial: number; key: string; render: ReturnType<typeof renderSealedParts<SecretCipherRow>> } | undefined;
+    let t: ListTemplate | undefined;
+    let broken = false;
+    const fed: CipherRowPart[] = [];
+    const abandon = () => {
+      broken = true;
+      started?.render.abandon();
+    };
+    return {
+      onRows(part: CipherRowPart): void {
+        if (broken) return;
+        if (!part.every((r) => r.dataKeyId === project.dataKeyId)) return abandon();
+        if (!started) {
+          const serial = ++serials;
+          const key = expand ? listKeys(env, serial).expanded : listKeys(env, serial).raw;
+          const dataKey = { id: project.dataKeyId, wrapped: project.wrappedDataKey };
+          const render = renderSealedParts<SecretCipherRow>(renderer, project, env.id, dataKey, key, (r) => r.id, (r) => currentRow(r.id), () => t!.shape(), {
+            refuseIf: expand ? '${' : undefined,
+          });
+          started = { serial, key, render };
+        }
+        fed.push(part);
+        // Their wrapped keys are read after the last part: the render is under the project's.
+        started.render.push(part as readonly SecretCipherRow[]);
+      },
+      /** The render under way, when it answers for `snap` (the rows fed are its rows, in order); else abandoned. */
+      finish(snap: FolderSnapshot, templated: boolean): { key: string; result: Promise<RenderedSealed> } | undefined {
+        if (!started || broken) return undefined;
+        let i = 0;
+        const same = fed.every((part) => part.every((r) => r === snap.rows[i++])) && i === snap.rows.length;
+        if (!same || !isRenderable(snap) || templated) return void abandon();
+        t = templateOf(project, env, snap, shaper, started.serial);
+        t.rendered.add(started.key);
+        started.render.end();
+        return { key: started.key, result: started.render.result };
+      },
+      abandon,
+    };
   }
 
   /** Opens comments, and values unless `withValues` is false, of `rows` in one task. */
@@ -527,12 +579,26 @@ export function secretsDomain(deps: SecretsDeps) {
       requireSecrets(scope, 'describe', env.slug, path);
       // A scoped role filters per folder, and tags are read per request: list() answers those.
       if (!unrestrictedFor(scope, 'describe', 'readValue')) return undefined;
-      const snap = await snapshots.get(env, path, q.recursive ?? false);
+      // A value holding a reference needs expanding: that answer is built the slow way.
+      const expand = q.expandSecretReferences === true;
+      const reading = renderWhileReading(renderer, project, env, shaper, expand);
+      let snap: FolderSnapshot;
+      try {
+        snap = await snapshots.get(env, path, q.recursive ?? false, reading.onRows);
+      } catch (err) {
+        reading.abandon();
+        throw err;
+      }
+      const early = reading.finish(snap, templates.has(snap));
+      if (early) {
+        rendering.set(early.key, early.result);
+        const forget = () => rendering.delete(early.key);
+        early.result.then(forget, forget);
+        return (await early.result).bytes;
+      }
       if (!isRenderable(snap)) return undefined;
       const first = snap.rows[0];
       const t = templateOf(project, env, snap, shaper);
-      // A value holding a reference needs expanding: that answer is built the slow way.
-      const expand = q.expandSecretReferences === true;
       const key = expand ? t.keys.expanded : t.keys.raw;
       let p = rendering.get(key);
       if (p) deps.onCoalescedRead?.();

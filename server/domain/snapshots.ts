@@ -2,6 +2,7 @@
 // cache, version-stamped and invalidated on every change, the database on a miss.
 import type { Store } from '../../storage/index.js';
 import type { EnvironmentRow } from '../../storage/projects.js';
+import type { CipherRowPart } from '../../storage/secrets.js';
 import { AppError } from '../errors.js';
 import type { Caches, FolderSnapshot } from './caches.js';
 
@@ -16,8 +17,12 @@ export interface SnapshotDeps {
 export function folderSnapshots(deps: SnapshotDeps) {
   const { store, caches } = deps;
   return {
-    /** The folder at `path` (and everything below it when recursive); 404 when it does not exist. */
-    async get(env: EnvironmentRow, path: string, recursive: boolean): Promise<FolderSnapshot> {
+    /**
+     * The folder at `path` (and everything below it when recursive); 404 when it does not
+     * exist. `onRows`: when this call reads the rows (not cached, nor being read for another
+     * caller), each part of them as it is read (see listByFolders).
+     */
+    async get(env: EnvironmentRow, path: string, recursive: boolean, onRows?: (part: CipherRowPart) => void): Promise<FolderSnapshot> {
       const snap = await caches.folders.get(`${env.id}:${recursive ? 'r' : 'f'}:${path}`, async () => {
         const folders = recursive
           ? await store.folders.subtree(env.id, path)
@@ -27,7 +32,7 @@ export function folderSnapshots(deps: SnapshotDeps) {
         // Tag links change only with a secret write (which drops the snapshot, also one
         // loading now: the cache's generations) or a tag delete (whose ids then resolve to
         // nothing). Read beside the rows, not after them: neither waits for the other.
-        const [rows, links] = await Promise.all([store.secrets.listByFolders(ids), store.secretTags?.linksOfFolders(ids)]);
+        const [rows, links] = await Promise.all([store.secrets.listByFolders(ids, onRows), store.secretTags?.linksOfFolders(ids)]);
         const tagIds = rows.length > 0 ? links : undefined;
         return { folders, rows, tagIds };
       });

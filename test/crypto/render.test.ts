@@ -165,3 +165,56 @@ t.test('items packed (PackedItems): the same bytes as listed; malformed packing 
   for (const [given, why] of bad) t.equal(await codeOf(t, c.render(dk, AAD, 'k:bad-packed', segments, given as never)), 'BAD_TASK', why);
   t.equal(await c.rendered('k:bad-packed'), undefined, 'nothing cached for them');
 });
+
+t.test('items streamed (an async iterable of packed parts): the same bytes as given whole; each failure as render\'s', async (t) => {
+  const values = ['plain', 'quote " and ünïcødé 🔑', '', 'x'.repeat(10_000), 'last'];
+  const { c, dk, items } = await sealed(t, values);
+  const pack = (listed: typeof items) => {
+    const aads = listed.map((i) => Buffer.from(i.aad, 'utf8'));
+    const ends = (xs: Uint8Array[]) => Uint32Array.from(xs.map((_, i) => xs.slice(0, i + 1).reduce((n, x) => n + x.length, 0)));
+    return { blobs: Buffer.concat(listed.map((i) => i.blob)), blobEnds: ends(listed.map((i) => i.blob)), aads: Buffer.concat(aads), aadEnds: ends(aads) };
+  };
+  async function* parts(sizes: number[], list = items) {
+    let at = 0;
+    for (const n of sizes) {
+      yield pack(list.slice(at, at + n));
+      at += n;
+    }
+  }
+  const segments = ['[', ',', ',', ',', ',', ']'];
+  const whole = await c.render(dk, AAD, 'k:whole', segments, items);
+  t.equal(whole.bytes!.toString('utf8'), JSON.stringify(values));
+  let shapedAfter = -1;
+  let sent = 0;
+  async function* counted() {
+    for await (const p of parts([2, 0, 1, 2])) {
+      sent++;
+      yield p;
+    }
+  }
+  const streamed = await c.render(dk, AAD, 'k:streamed', () => ((shapedAfter = sent), segments), counted());
+  t.ok(streamed.bytes!.equals(whole.bytes!), 'parts of 2, 0, 1 and 2 items: the same bytes');
+  t.equal(shapedAfter, 4, 'the segments are asked for once every part has been sent');
+  t.ok((await c.rendered('k:streamed'))?.bytes?.equals(whole.bytes!), 'cached under its key');
+  t.ok((await c.render(dk, AAD, 'k:one', segments, parts([5]))).bytes!.equals(whole.bytes!), 'one part');
+  t.ok((await c.render(dk, AAD, 'k:given', segments, parts([1, 4]))).bytes!.equals(whole.bytes!), 'segments given up front');
+
+  // A blob that does not open is named by its index among all the parts.
+  const moved = [...items.slice(0, 3), { blob: items[3]!.blob, aad: 'elsewhere' }, items[4]!];
+  t.match(await c.render(dk, AAD, 'k:moved', segments, parts([2, 2, 1], moved)).catch((e: unknown) => e), { code: 'OPEN_FAILED', index: 3 });
+  t.equal(await codeOf(t, c.render(dk, AAD, 'k:few', segments, parts([2, 2]))), 'BAD_TASK', 'segments must be all the items + 1');
+  t.same(await c.render(dk, AAD, 'k:refused', segments, parts([2, 3]), 'last'), { refused: true }, 'refused in a later part');
+  const boom = new Error('reading failed');
+  async function* failing() {
+    yield pack(items.slice(0, 2));
+    throw boom;
+  }
+  t.equal(await c.render(dk, AAD, 'k:fails', segments, failing()).catch((e: unknown) => e), boom, 'what the parts throw is what render throws');
+  async function* malformed() {
+    yield pack(items.slice(0, 2));
+    yield { ...pack(items.slice(2)), aadEnds: Uint32Array.from([1, 2, 1_000_000]) };
+  }
+  t.equal(await codeOf(t, c.render(dk, AAD, 'k:malformed', segments, malformed())), 'BAD_TASK', 'a part whose ends run past its bytes (checked by the worker)');
+  for (const k of ['k:moved', 'k:few', 'k:fails', 'k:malformed']) t.equal(await c.rendered(k), undefined, `nothing cached for ${k}`);
+  t.ok((await c.render(dk, AAD, 'k:after', segments, parts([3, 2]))).bytes!.equals(whole.bytes!), 'the worker serves the next task after each of these');
+});

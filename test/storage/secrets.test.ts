@@ -3,7 +3,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import t, { type Test } from 'tap';
 import { SYSTEM } from '../../server/domain/access.js';
-import { secretsStore } from '../../storage/secrets.js';
+import { LIST_PART_ROWS, secretsStore, type CipherRowPart } from '../../storage/secrets.js';
 import { BACKENDS, seedHomelab, startTestService, testEnv } from '../helpers/service.js';
 
 for (const backend of BACKENDS) {
@@ -53,7 +53,27 @@ async function homelabRoot(t: Test, backend: (typeof BACKENDS)[number]) {
   const { store } = svc.services;
   const seeded = await seedHomelab(svc.services);
   const env = (await store.projects.byId(seeded.projectId))!.environments.find((e) => e.slug === 'prod')!;
-  return { store, sql: store.sql, root: (await store.folders.byPath(env.id, '/'))! };
+  return { store, sql: store.sql, root: (await store.folders.byPath(env.id, '/'))!, services: svc.services, projectId: seeded.projectId };
+}
+
+for (const backend of BACKENDS) {
+  t.test(`listByFolders hands over the rows in parts as it reads them (${backend})`, async (t) => {
+    const { store, root, services, projectId } = await homelabRoot(t, backend);
+    for (let at = 0; at < 4500; at += 900) {
+      const secrets = Array.from({ length: 900 }, (_, k) => ({ key: `P_${String(at + k).padStart(5, '0')}`, value: `v${at + k}` }));
+      await services.secrets.createMany(SYSTEM, { project: { id: projectId }, environment: 'prod', secretPath: '/', secrets });
+    }
+    const parts: CipherRowPart[] = [];
+    const rows = await store.secrets.listByFolders([root.id], (part) => {
+      t.ok(part.every((r) => !('wrappedKey' in r) || r.wrappedKey === undefined), 'a part comes before its wrapped keys are read');
+      parts.push(part);
+    });
+    t.same(parts.map((p) => p.length), [LIST_PART_ROWS, LIST_PART_ROWS, 4514 - 2 * LIST_PART_ROWS], 'parts of LIST_PART_ROWS, in order');
+    t.ok(parts.flat().every((r, i) => r === rows[i]) && rows.length === 4514, 'the parts are the rows returned, the same objects in the same order');
+    t.ok(rows.every((r, i) => i === 0 || rows[i - 1]!.key < r.key), 'by key');
+    t.ok(rows.every((r) => Buffer.isBuffer(r.wrappedKey)), 'each returned with its wrapped key');
+    t.same(await store.secrets.listByFolders([root.id]), rows, 'what the read without parts returns');
+  });
 }
 
 for (const backend of BACKENDS) {
@@ -90,8 +110,11 @@ for (const backend of BACKENDS) {
       { unsafe: sql.unsafe, array: sql.array },
     ) as unknown as typeof sql;
 
-    const rows = await secretsStore(interleaved).listByFolders([root.id]);
+    const handed: CipherRowPart[] = [];
+    const rows = await secretsStore(interleaved).listByFolders([root.id], (part) => handed.push(part));
     t.ok(rekeyed, 'the re-key committed between the rows and their key');
+    t.equal(handed.length, 1, 'only the first read handed its rows over');
+    t.ok(handed[0]!.every((r, i) => r !== rows[i] && r.dataKeyId === oldKey), 'which are not the rows returned (a reader compares them)');
     t.equal(rowReads, 2, 'the rows were read again');
     t.equal(rows.length, before.length, 'every secret');
     t.ok(rows.every((r) => r.dataKeyId === newKey && r.wrappedKey.equals(newWrapped)), 'each under the new key, with its wrapped bytes');

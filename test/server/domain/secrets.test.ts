@@ -6,7 +6,9 @@ import t from 'tap';
 import type { Crypto } from '../../../crypto/index.js';
 import { SYSTEM, type Actor } from '../../../server/domain/access.js';
 import { folderSnapshots } from '../../../server/domain/snapshots.js';
+import { dataKeyAad } from '../../../server/domain/keyring.js';
 import { secretsDomain } from '../../../server/domain/secrets.js';
+import { rawListText, secretRaw } from '../../../server/routes/shape.js';
 import { BACKENDS, INVENTORY, seedHomelab, startTestService, testEnv } from '../../helpers/service.js';
 
 type Opener = Pick<Crypto, 'openMany' | 'sealMany'>;
@@ -152,5 +154,145 @@ for (const backend of BACKENDS) {
       const nothing = await get('NOREF', { viewSecretValue: false });
       t.same(nothing.tasks, [], 'no comment, no value: no task at all');
     });
+  });
+}
+
+// A folder's first read renders while it reads: the rows go to the worker in parts as the
+// database returns them (listByFolders' onRows), and the answer is the same bytes as a
+// render of the finished snapshot. Anything unexpected falls back to that render, or to
+// list(); a read that fails half-way fails the request and leaves nothing behind.
+for (const backend of BACKENDS) {
+  t.test(`a first read of a large folder renders while it reads (${backend})`, async (t) => {
+    const svc = await startTestService(t, await testEnv(t, backend));
+    const s = svc.services;
+    const seeded = await seedHomelab(s);
+    const project = { slug: 'homelab' };
+    const eso: Actor = { kind: 'identity', identityId: seeded.identityId };
+    await s.folders.create(SYSTEM, { project, environment: 'prod', name: 'big' });
+    const N = 4500; // three parts of LIST_PART_ROWS (2,000)
+    const valueOf = (i: number) => (i % 97 === 0 ? `quote " ünï ${i}\n` : `value-${i}`);
+    for (let at = 0; at < N; at += 900) {
+      const secrets = Array.from({ length: 900 }, (_, k) => at + k).map((i) => ({
+        key: `BIG_${String(i).padStart(5, '0')}`,
+        value: valueOf(i),
+        ...(i % 10 === 0 ? { comment: `comment ${i}` } : {}),
+      }));
+      await s.secrets.createMany(SYSTEM, { project: { id: seeded.projectId }, environment: 'prod', secretPath: '/big', secrets });
+    }
+
+    // The store and crypto as the domain sees them, watched: when each part reaches the
+    // worker's task, and whether the rows had all been read by then.
+    let listed = false;
+    let failAfterFirstPart: Error | undefined;
+    const store = {
+      ...s.store,
+      secrets: {
+        ...s.store.secrets,
+        async listByFolders(ids: readonly string[], onRows?: Parameters<typeof s.store.secrets.listByFolders>[1]) {
+          listed = false;
+          const rows = await s.store.secrets.listByFolders(ids, onRows && ((part) => {
+            onRows(part);
+            if (failAfterFirstPart) throw failAfterFirstPart;
+          }));
+          listed = true;
+          return rows;
+        },
+      },
+    } as typeof s.store;
+    const renders: Array<{ streamed: boolean; parts: Array<{ items: number; listed: boolean }> }> = [];
+    const crypto: Crypto = new Proxy(s.crypto, {
+      get(target, prop) {
+        if (prop !== 'render') {
+          const v = Reflect.get(target, prop) as unknown;
+          return typeof v === 'function' ? v.bind(target) : v;
+        }
+        return (...args: Parameters<Crypto['render']>) => {
+          const items = args[4];
+          const r = { streamed: Symbol.asyncIterator in Object(items), parts: [] as Array<{ items: number; listed: boolean }> };
+          renders.push(r);
+          if (r.streamed) {
+            const given = items as AsyncIterable<{ blobEnds: Uint32Array }>;
+            args[4] = (async function* () {
+              for await (const part of given) {
+                r.parts.push({ items: part.blobEnds.length, listed });
+                yield part as never;
+              }
+            })();
+          }
+          return s.crypto.render(...args);
+        };
+      },
+    });
+    const domain = () =>
+      secretsDomain({ store, crypto, access: s.access, snapshots: folderSnapshots({ store, caches: s.caches }), changes: s.changes });
+    const q = { project, environment: 'prod', secretPath: '/big', expandSecretReferences: true };
+    const coldly = () => {
+      s.caches.folders.clear();
+      s.crypto.forgetRendered('');
+      renders.length = 0;
+    };
+
+    coldly();
+    const first = await domain().listRendered(eso, q, rawListText);
+    t.equal(renders.length, 1);
+    t.ok(renders[0]!.streamed, 'the first read streams its rows to the worker');
+    t.same(renders[0]!.parts.map((p) => p.items), [2200, 2200, 550], 'in parts as read (values and comments)');
+    t.equal(renders[0]!.parts[0]!.listed, false, 'the first part is being opened before the rows are all read');
+    const answer = JSON.parse(first!.toString('utf8')) as { secrets: Array<{ secretKey: string; secretValue: string; secretComment: string }> };
+    const views = await domain().list(eso, q);
+    t.same(answer, JSON.parse(JSON.stringify({ secrets: views.map(secretRaw), imports: [] })), 'the answer list() gives, field for field');
+    t.equal(answer.secrets[97]!.secretValue, valueOf(97));
+
+    // The snapshot is cached now: a new domain renders it whole (no parts), to the same bytes.
+    s.crypto.forgetRendered('');
+    renders.length = 0;
+    const whole = await domain().listRendered(eso, q, rawListText);
+    t.same(renders.map((r) => r.streamed), [false], 'a cached snapshot is rendered whole');
+    t.ok(whole!.equals(first!), 'the same bytes');
+
+    // Concurrent first reads share one render.
+    coldly();
+    const d = domain();
+    const both = await Promise.all([d.listRendered(eso, q, rawListText), d.listRendered(eso, q, rawListText)]);
+    t.equal(renders.length, 1, 'two concurrent first reads: one render');
+    t.ok(both[0]!.equals(first!) && both[1]!.equals(first!), 'both answered the same bytes');
+
+    // A read that fails half-way fails the request; the next read is served.
+    coldly();
+    failAfterFirstPart = new Error('connection lost');
+    await t.rejects(domain().listRendered(eso, q, rawListText), failAfterFirstPart, 'the failure is the answer');
+    failAfterFirstPart = undefined;
+    coldly();
+    t.ok((await domain().listRendered(eso, q, rawListText))!.equals(first!), 'the next read is answered');
+
+    // Rows under another data key than the project's (an online re-key under way): the
+    // parts are not sent; the finished snapshot is rendered as before.
+    const newKey = (await s.db.sql<{ id: string }[]>`select gen_random_uuid() as id`)[0]!.id;
+    const wrapped = await s.crypto.generateDataKey(dataKeyAad(newKey));
+    await s.db.sql`insert into crypto_keys (id, purpose, root_key_version, wrapped) values (${newKey}, 'project', ${s.crypto.rootKeyVersion}, ${wrapped})`;
+    await s.db.sql`update projects set previous_data_key_id = data_key_id, data_key_id = ${newKey} where id = ${seeded.projectId}`;
+    s.caches.projects.clear();
+    coldly();
+    const underOld = await domain().listRendered(eso, q, rawListText);
+    t.same(renders.map((r) => r.streamed), [false], 'no part is sent; the snapshot is rendered under its rows\' key');
+    t.ok(underOld!.equals(first!), 'the same bytes');
+    await s.db.sql`update projects set data_key_id = previous_data_key_id, previous_data_key_id = null where id = ${seeded.projectId}`;
+    s.caches.projects.clear();
+
+    // A tagged secret: list() answers (tags are read per request); the render is abandoned.
+    const tag = await s.tags.create(SYSTEM, { project, slug: 'big-tag' });
+    await s.secrets.update(SYSTEM, { project, environment: 'prod', secretPath: '/big', key: 'BIG_00001', tagIds: [tag.id] });
+    coldly();
+    t.equal(await domain().listRendered(eso, q, rawListText), undefined, 'a tagged folder is left to list()');
+    t.same(renders.map((r) => r.streamed), [true], 'after streaming its rows');
+
+    // A value with a reference to expand: refused by the worker, left to list().
+    await s.secrets.update(SYSTEM, { project, environment: 'prod', secretPath: '/big', key: 'BIG_00001', tagIds: [] });
+    await s.secrets.update(SYSTEM, { project, environment: 'prod', secretPath: '/big', key: 'BIG_04000', value: 'see ${BIG_00002}' });
+    coldly();
+    t.equal(await domain().listRendered(eso, q, rawListText), undefined, 'refused: left to list()');
+    coldly();
+    const raw = await domain().listRendered(eso, { ...q, expandSecretReferences: false }, rawListText);
+    t.equal(JSON.parse(raw!.toString('utf8')).secrets[4000].secretValue, 'see ${BIG_00002}', 'the raw list renders it as is');
   });
 }
