@@ -440,8 +440,22 @@ class PooledCrypto implements Crypto {
     const result = this.#run({ ...task, segmentsPort: port2, ...(parts ? { itemsFollow: true as const } : {}) }, [...transferList, port2]);
     try {
       if (parts) {
-        for await (const part of parts) {
-          const p = asPacked(part);
+        // The task may end before the parts do (a blob that does not open, a refusal): its
+        // answer is then the answer, at once, and no more parts are awaited. Until the parts
+        // end, nothing awaits the task: its failure is handled here, not left unhandled.
+        const over = new Promise<typeof OVER>((resolve) => {
+          port1.once('close', () => resolve(OVER));
+          result.then(() => resolve(OVER), () => resolve(OVER));
+        });
+        const it = parts[Symbol.asyncIterator]();
+        for (;;) {
+          const next = await Promise.race([it.next(), over]);
+          if (next === OVER) {
+            void it.return?.()?.catch(() => {});
+            return asRendered(await result) ?? { refused: true };
+          }
+          if (next.done) break;
+          const p = asPacked(next.value);
           const { views: [blobs, aads], transferList: moved } = pack([p.blobs, p.aads]);
           port1.postMessage({ blobs: blobs!, blobEnds: p.blobEnds, aads: aads!, aadEnds: p.aadEnds }, moved);
           count += p.blobEnds.length;
@@ -546,6 +560,7 @@ function ends(lengths: number[]): Uint32Array {
   return out;
 }
 
+const OVER = Symbol('task over');
 const NO_ITEMS: PackedItems = { blobs: new Uint8Array(0), blobEnds: new Uint32Array(0), aads: new Uint8Array(0), aadEnds: new Uint32Array(0) };
 const isAsyncIterable = (x: unknown): x is AsyncIterable<unknown> =>
   typeof (x as { [Symbol.asyncIterator]?: unknown } | null)?.[Symbol.asyncIterator] === 'function';

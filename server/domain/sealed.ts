@@ -251,6 +251,9 @@ export function renderSealedParts<R extends SealedRow>(
   opts: { refuseIf?: string } = {},
 ) {
   const parts = new Readable({ objectMode: true, read() {} });
+  // Abandoning destroys the parts with an error, which the render reading them reports:
+  // never an 'error' event with no listener, whatever the render has done by then.
+  parts.on('error', () => {});
   // Where each part's items start, to name the row of an OPEN_FAILED among all of them.
   const owners: Array<{ from: number; ownerAt: (index: number) => string | undefined }> = [];
   let sent = 0;
@@ -261,6 +264,8 @@ export function renderSealedParts<R extends SealedRow>(
   const result = crypto.render(dataKey.wrapped, dataKeyAad(dataKey.id), cacheKey, segments, parts, opts.refuseIf).catch((err: unknown) => {
     throw openError(err, project, ownerAt);
   });
+  // It may fail while the rows are still being read, before the caller awaits it.
+  result.catch(() => {});
   return {
     push(rows: readonly R[]): void {
       const packed = packedItems(project.id, environmentId, rows, idOf, ownerOf);
@@ -272,7 +277,6 @@ export function renderSealedParts<R extends SealedRow>(
       parts.push(null);
     },
     abandon(): void {
-      result.catch(() => {});
       parts.destroy(new Error('render abandoned'));
     },
     result,

@@ -215,6 +215,13 @@ t.test('items streamed (an async iterable of packed parts): the same bytes as gi
     yield { ...pack(items.slice(2)), aadEnds: Uint32Array.from([1, 2, 1_000_000]) };
   }
   t.equal(await codeOf(t, c.render(dk, AAD, 'k:malformed', segments, malformed())), 'BAD_TASK', 'a part whose ends run past its bytes (checked by the worker)');
-  for (const k of ['k:moved', 'k:few', 'k:fails', 'k:malformed']) t.equal(await c.rendered(k), undefined, `nothing cached for ${k}`);
+  // The task ends before the parts do: its answer is the answer, without waiting for more.
+  async function* stalled(first: typeof items) {
+    yield pack(first);
+    await new Promise(() => {}); // a read that never goes on
+  }
+  t.match(await c.render(dk, AAD, 'k:early', segments, stalled(moved.slice(3, 4))).catch((e: unknown) => e), { code: 'OPEN_FAILED', index: 0 }, 'a failure in the first part');
+  t.same(await c.render(dk, AAD, 'k:early-refused', segments, stalled(items.slice(4)), 'last'), { refused: true }, 'a refusal in the first part');
+  for (const k of ['k:moved', 'k:few', 'k:fails', 'k:malformed', 'k:early']) t.equal(await c.rendered(k), undefined, `nothing cached for ${k}`);
   t.ok((await c.render(dk, AAD, 'k:after', segments, parts([3, 2]))).bytes!.equals(whole.bytes!), 'the worker serves the next task after each of these');
 });
