@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { identityTokens } from '../../server/auth/tokens.js';
+import { topics } from '../../server/domain/caches.js';
 import { rekeyMacKey } from '../../server/domain/keyring.js';
 import { machineAuth } from '../../server/domain/machineAuth.js';
 import type { Change } from '../../server/domain/pipeline.js';
@@ -169,6 +170,7 @@ t.test('logins committed in one group: decided in order, as one after another wo
   // claim (which counted a failure) and cleared on a match: the next claim waits for that.
   clock.now += 301_000;
   await svc.services.store.transaction((s) => rekeyMacKey(s, svc.services.crypto));
+  await svc.services.bus.publish(topics.macKey, ''); // as the rekey command does: logins read the new key
   t.same(await inOneGroup(Array(8).fill(right)), Array(8).fill('ok'), '8 right logins under the old MAC version (limit 3)');
   t.equal(await failedLogins(), 0);
   const [row] = await svc.services.store.sql<{ macKeyId: string }[]>`select mac_key_id from identity_client_secrets where identity_id = ${seeded.identityId}`;
