@@ -8,7 +8,7 @@ import type { Store, TxStores } from '../../storage/index.js';
 import type { EnvironmentRow, ProjectRecord } from '../../storage/projects.js';
 import type { SecretImportRow } from '../../storage/secretImports.js';
 import type { TagRow } from '../../storage/secretTags.js';
-import type { CipherRowPart, SecretCipherRow } from '../../storage/secrets.js';
+import { LIST_PART_ROWS, type CipherRowPart, type SecretCipherRow } from '../../storage/secrets.js';
 import { AppError } from '../errors.js';
 import { auditActor, maySecrets, mayReadSecrets, requireSecrets, unrestrictedFor, type AccessControl, type Actor, type ProjectAccess, type ProjectRef, type SecretAction, type SystemActor } from './access.js';
 import { topics, type FolderSnapshot } from './caches.js';
@@ -316,11 +316,13 @@ export function secretsDomain(deps: SecretsDeps) {
   };
 
   /**
-   * A folder's first read renders while it reads: the rows go to a worker in parts as the
-   * database returns them (renderSealedParts), under a cache key of the template the
-   * snapshot they become will have. Only rows under the project's current data key;
-   * anything else (another key, tags, a read the store retried, a template made
-   * meanwhile) abandons it, and the read renders the snapshot as before.
+   * A large folder's first read renders while it reads: the rows go to a worker in parts
+   * as the database returns them (renderSealedParts), under a cache key of the template
+   * the snapshot they become will have. Only a folder whose first part is full (more
+   * follow): the render holds its worker until the last part, which a small folder's
+   * read would make it wait for with nothing to open. Only rows under the project's
+   * current data key; anything else (another key, tags, a read the store retried, a
+   * template made meanwhile) abandons it, and the read renders the snapshot as before.
    */
   function renderWhileReading(renderer: Pick<Crypto, 'render'>, project: ProjectRecord, env: EnvironmentRow, shaper: ListShaper, expand: boolean) {
     let started: { serial: number; key: string; render: ReturnType<typeof renderSealedParts<SecretCipherRow>> } | undefined;
@@ -334,7 +336,7 @@ export function secretsDomain(deps: SecretsDeps) {
     return {
       onRows(part: CipherRowPart): void {
         if (broken) return;
-        if (!part.every((r) => r.dataKeyId === project.dataKeyId)) return abandon();
+        if (!part.every((r) => r.dataKeyId === project.dataKeyId) || (!started && part.length < LIST_PART_ROWS)) return abandon();
         if (!started) {
           const serial = ++serials;
           const key = expand ? listKeys(env, serial).expanded : listKeys(env, serial).raw;

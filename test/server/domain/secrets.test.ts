@@ -254,6 +254,12 @@ for (const backend of BACKENDS) {
     t.same(renders.map((r) => r.streamed), [false], 'a snapshot read already is rendered whole');
     t.ok(whole!.equals(first!), 'the same bytes');
 
+    // A folder of one part (the 14 secrets at /): rendered whole once read, as before (a
+    // streamed render would hold the worker through the read with nothing more to open).
+    coldly();
+    t.ok(await domain().listRendered(eso, { ...q, secretPath: '/' }, rawListText));
+    t.same(renders.map((r) => r.streamed), [false], 'a small folder is not streamed');
+
     // Concurrent first reads share one render (unless the folder cache was bypassed: its
     // bus not live, each read loads and renders its own).
     coldly();
