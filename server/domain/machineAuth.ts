@@ -45,11 +45,10 @@ function ipAllowed(list: TrustedIp[], ip: () => string | null | undefined): bool
     matchers.set(list, (m = { admitsEvery: admitsAll('ipv4') && admitsAll('ipv6') }));
   }
   if (m.admitsEvery) return true;
-  m.match ??= ipMatcher(list);
   const address = ip();
   // An unknown address (no socket address) passes only a list that admits every address.
   if (!address) return list.some((r) => r.type === 'ipv6' && r.prefix === 0);
-  return m.match(address);
+  return (m.match ??= ipMatcher(list))(address);
 }
 
 /** The longest Authorization header worth remembering by its text ("Bearer", spaces, a 4,096-character token). */

@@ -339,7 +339,8 @@ export function secretsDomain(deps: SecretsDeps) {
         if (!part.every((r) => r.dataKeyId === project.dataKeyId) || (!started && part.length < LIST_PART_ROWS)) return abandon();
         if (!started) {
           const serial = ++serials;
-          const key = expand ? listKeys(env, serial).expanded : listKeys(env, serial).raw;
+          const keys = listKeys(env, serial);
+          const key = expand ? keys.expanded : keys.raw;
           const dataKey = { id: project.dataKeyId, wrapped: project.wrappedDataKey };
           const render = renderSealedParts<SecretCipherRow>(renderer, project, env.id, dataKey, key, (r) => r.id, (r) => currentRow(r.id), () => t!.shape(), {
             refuseIf: expand ? '${' : undefined,
@@ -583,15 +584,17 @@ export function secretsDomain(deps: SecretsDeps) {
       if (!unrestrictedFor(scope, 'describe', 'readValue')) return undefined;
       // A value holding a reference needs expanding: that answer is built the slow way.
       const expand = q.expandSecretReferences === true;
-      const reading = renderWhileReading(renderer, project, env, shaper, expand);
+      // Made only if this read loads the rows (a miss): a cached read, the hot path, allocates nothing for it.
+      let reading: ReturnType<typeof renderWhileReading> | undefined;
+      const onRows = (part: CipherRowPart) => (reading ??= renderWhileReading(renderer, project, env, shaper, expand)).onRows(part);
       let snap: FolderSnapshot;
       try {
-        snap = await snapshots.get(env, path, q.recursive ?? false, reading.onRows);
+        snap = await snapshots.get(env, path, q.recursive ?? false, onRows);
       } catch (err) {
-        reading.abandon();
+        reading?.abandon();
         throw err;
       }
-      const early = reading.finish(snap, templates.has(snap));
+      const early = reading?.finish(snap, templates.has(snap));
       if (early) {
         rendering.set(early.key, early.result);
         const forget = () => rendering.delete(early.key);
