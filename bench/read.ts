@@ -7,7 +7,7 @@
 import autocannon, { type Result } from 'autocannon';
 import { SYSTEM } from '../server/domain/access.js';
 import type { RunningService } from '../server/app.js';
-import { pacedLoad } from './paced.js';
+import { pacedLoad, type PacedReport } from './paced.js';
 
 export const BIG_FOLDER_SECRETS = 10_000;
 export const BIG_FOLDER_PATH = '/bulk';
@@ -25,6 +25,10 @@ export interface HalfLoadReport {
   errors: number;
   mismatches: number;
   unanswered: number;
+  /** What went wrong in the paced warm-up (not measured). */
+  warmup?: PacedReport['warmup'];
+  /** The bare ceiling (c) paced at the same rate, the same way: what this machine and client allow. */
+  ceiling: { p50: number; p99: number; max: number; non2xx: number; errors: number; mismatches: number; unanswered: number };
   /**
    * The same rate through autocannon's overallRate, as this row was measured before
    * 2026-11-26: full speed until each second's quota is used (whole milliseconds).
@@ -36,9 +40,19 @@ export interface HalfLoadReport {
  * (b) at a fixed rate of half its measured maximum, evenly paced: latency when the
  * service is not saturated. Then autocannon at the same rate, for comparison.
  */
-export async function halfLoad(url: string, authorization: string, expectBody: string, maxReqPerSec: number, seconds: number, connections: number): Promise<HalfLoadReport> {
+export async function halfLoad(
+  url: string,
+  ceilingUrl: string,
+  authorization: string,
+  expectBody: string,
+  maxReqPerSec: number,
+  seconds: number,
+  connections: number,
+  warmupSeconds: number,
+): Promise<HalfLoadReport> {
   const rate = Math.max(1, Math.round(maxReqPerSec / 2));
-  const paced = await pacedLoad({ url, headers: { authorization }, expectBody, rate, seconds, connections });
+  const paced = await pacedLoad({ url, headers: { authorization }, expectBody, rate, seconds, connections, warmupSeconds });
+  const bare = await pacedLoad({ url: ceilingUrl, headers: { authorization }, expectBody, rate, seconds, connections, warmupSeconds });
   const r: Result = await autocannon({ url, headers: { authorization }, expectBody, connections, workers: 1, timeout: 10, duration: seconds, overallRate: rate });
   return {
     rate,
@@ -48,6 +62,8 @@ export async function halfLoad(url: string, authorization: string, expectBody: s
     errors: paced.errors,
     mismatches: paced.mismatches,
     unanswered: paced.unanswered,
+    ...(paced.warmup ? { warmup: paced.warmup } : {}),
+    ceiling: { ...bare.latencyMs, non2xx: bare.non2xx, errors: bare.errors, mismatches: bare.mismatches, unanswered: bare.unanswered },
     autocannon: { p50: r.latency.p50, p99: r.latency.p99, max: r.latency.max, non2xx: r.non2xx, errors: r.errors, mismatches: r.mismatches },
   };
 }
@@ -159,6 +175,7 @@ export function readLines(half: HalfLoadReport, big: BigFolderReport): string[] 
     `${what.padEnd(44)} ${figure.toFixed(1).padStart(8)} ms   target ≤ ${String(target).padStart(3)} ms   ratio ${(target / Math.max(figure, 0.001)).toFixed(2)}`;
   return [
     row(`(b½) p99 at ${half.rate} req/s (half of (b))`, half.latencyMs.p99, TARGETS.halfLoadP99Ms),
+    `(b½) the bare ceiling (c) paced the same way at the same rate: p50 ${half.ceiling.p50.toFixed(1)} ms, p99 ${half.ceiling.p99.toFixed(1)} ms, max ${half.ceiling.max.toFixed(1)} ms`,
     `(b½) the same rate through autocannon's overallRate (bursts; whole ms): p50 ${half.autocannon.p50} ms, p99 ${half.autocannon.p99} ms`,
     row(`(d) ${big.secrets} secrets, cold first read (median)`, big.coldMs, TARGETS.bigColdMs),
     `(d) each cold read: ${big.coldAllMs.map((x) => x.toFixed(0)).join(', ')} ms`,

@@ -262,7 +262,7 @@ async function runBackend(backend: Backend): Promise<{ code: number; figures: Fi
     console.log(`ESO cycles/s (a) = ${a.cyclesPerSec!.toFixed(0)}`);
 
     process.stdout.write(`\n(b½) raw list at half of (b)'s throughput, ${SECONDS} s ... `);
-    const half = await halfLoad(`${service.url}${RAW_PATH}`, authorization, bodyText, b.reqPerSec, SECONDS, CONNECTIONS);
+    const half = await halfLoad(`${service.url}${RAW_PATH}`, `${ceiling.url}${RAW_PATH}`, authorization, bodyText, b.reqPerSec, SECONDS, CONNECTIONS, WARMUP_SECONDS);
     console.log(`${half.reqPerSec.toFixed(0)} req/s`);
     process.stdout.write('(d) seeding one folder of 10,000 secrets, then reading it cold and warm ... ');
     const big = await bigFolder(service.running.services, service.url, 'homelab', seeded.projectId, token);
@@ -282,6 +282,14 @@ async function runBackend(backend: Backend): Promise<{ code: number; figures: Fi
     }
     if (half.non2xx > 0 || half.errors > 0 || half.mismatches > 0 || half.unanswered > 0) {
       problems.push(`(b½): non-2xx ${half.non2xx}, connection errors ${half.errors}, body mismatches ${half.mismatches}, unanswered ${half.unanswered}`);
+    }
+    const hw = half.warmup;
+    if (hw && (hw.non2xx > 0 || hw.errors > 0 || hw.mismatches > 0 || hw.unanswered > 0)) {
+      problems.push(`(b½) warm-up: non-2xx ${hw.non2xx}, connection errors ${hw.errors}, body mismatches ${hw.mismatches}, unanswered ${hw.unanswered}`);
+    }
+    const hc = half.ceiling;
+    if (hc.non2xx > 0 || hc.errors > 0 || hc.mismatches > 0 || hc.unanswered > 0) {
+      problems.push(`(b½) ceiling: non-2xx ${hc.non2xx}, connection errors ${hc.errors}, body mismatches ${hc.mismatches}, unanswered ${hc.unanswered}`);
     }
     const ac = half.autocannon;
     if (ac.non2xx > 0 || ac.errors > 0 || ac.mismatches > 0) {

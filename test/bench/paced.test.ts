@@ -24,7 +24,7 @@ const ok = (res: ServerResponse, body = BODY, status = 200) =>
 
 t.test('every request is sent at its rate and answered; bodies and statuses are checked', async (t) => {
   const url = await serve(t, (n, res) => (n % 10 === 3 ? ok(res, '{"other":1}') : n % 10 === 7 ? ok(res, BODY, 503) : ok(res)));
-  const r = await pacedLoad({ url, headers: { authorization: 'Bearer x' }, expectBody: BODY, rate: 200, seconds: 1, connections: 4 });
+  const r = await pacedLoad({ url, headers: { authorization: 'Bearer x' }, expectBody: BODY, rate: 200, seconds: 1, connections: 4, warmupSeconds: 0 });
   t.equal(r.requests, 200, 'rate × seconds requests answered');
   t.equal(r.unanswered, 0);
   t.equal(r.mismatches, 20, 'a 200 with another body is a mismatch');
@@ -36,8 +36,25 @@ t.test('latency counts from when a request was due, not from when it went out', 
   // One connection, a server that takes 20 ms per answer, 100 requests due within 1 s:
   // they queue behind each other, so the last waits ~2 s although each answer took 20 ms.
   const url = await serve(t, (_n, res) => setTimeout(() => ok(res), 20));
-  const r = await pacedLoad({ url, headers: {}, expectBody: BODY, rate: 100, seconds: 1, connections: 1 });
+  const r = await pacedLoad({ url, headers: {}, expectBody: BODY, rate: 100, seconds: 1, connections: 1, warmupSeconds: 0 });
   t.equal(r.requests, 100);
   t.ok(r.latencyMs.max > 900, `the last request's wait is counted (max ${r.latencyMs.max.toFixed(0)} ms)`);
   t.ok(r.latencyMs.p50 > 200, `so is the queue's middle (p50 ${r.latencyMs.p50.toFixed(0)} ms)`);
+});
+
+t.test('the warm-up is paced on the same connections, not measured, and what went wrong in it is reported', async (t) => {
+  // The first 100 requests (0.5 s at 200/s) are the warm-up's: each a 503 after 300 ms.
+  // Measured, they would be 100 non-2xx and a p99 over 300 ms.
+  const sockets = new Set<unknown>();
+  const url = await serve(t, (n, res) => {
+    sockets.add(res.socket);
+    if (n < 100) setTimeout(() => ok(res, BODY, 503), 300);
+    else ok(res);
+  });
+  const r = await pacedLoad({ url, headers: {}, expectBody: BODY, rate: 200, seconds: 1, connections: 4, warmupSeconds: 0.5 });
+  t.same(r.warmup, { requests: 100, non2xx: 100, errors: 0, mismatches: 0, unanswered: 0 }, 'the warm-up: 100 requests, each a 503');
+  t.equal(r.requests, 200, 'the measured run: rate × seconds');
+  t.equal(r.non2xx, 0, 'no warm-up answer is counted in the measured run');
+  t.ok(r.latencyMs.max < 300, `no warm-up latency is either (max ${r.latencyMs.max.toFixed(0)} ms)`);
+  t.equal(sockets.size, 4, 'both passes use the same four connections');
 });
