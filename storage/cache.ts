@@ -430,6 +430,19 @@ export class ReadThroughCache<V> {
     return n;
   }
 
+  /**
+   * The value held for `key` now, without a promise: undefined when none is held (or the
+   * link is down, or dropped since this cache last looked): then get() decides. The hot
+   * path asks this first; a cached request so allocates no promise and no loader per cache.
+   */
+  peek(key: string): V | undefined {
+    if (this.feed && (!this.feed.live || this.feed.epoch !== this.epoch)) return undefined;
+    const hit = this.entries.get(key);
+    if (hit === undefined || hit.expires <= Date.now()) return undefined;
+    this.counts.hits++;
+    return hit.value;
+  }
+
   async get(key: string, load: () => Promise<V>): Promise<V> {
     if (this.feed) {
       // Not shared with other callers either: a load started before a change committed

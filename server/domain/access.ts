@@ -212,11 +212,14 @@ export type ProjectRef = { slug: string } | { id: string };
 export function accessControl(deps: { store: Pick<Store, 'projects' | 'memberships'>; caches: Pick<Caches, 'projects' | 'roles'> }) {
   const { store, caches } = deps;
 
+  const projectKey = (ref: ProjectRef) => ('slug' in ref ? `slug:${ref.slug}` : `id:${ref.id}`);
+  const roleKey = (projectId: string, actor: Actor) => `${projectId}:${actor.kind}:${actor.kind === 'identity' ? actor.identityId : actor.userId}`;
+
   async function project(ref: ProjectRef): Promise<ProjectRecord> {
     const found =
       'slug' in ref
-        ? await caches.projects.get(`slug:${ref.slug}`, async () => (await store.projects.bySlug(ref.slug)) ?? null)
-        : await caches.projects.get(`id:${ref.id}`, async () =>
+        ? await caches.projects.get(projectKey(ref), async () => (await store.projects.bySlug(ref.slug)) ?? null)
+        : await caches.projects.get(projectKey(ref), async () =>
             isUuid(ref.id) ? ((await store.projects.byId(ref.id.toLowerCase())) ?? null) : null,
           );
     if (!found) {
@@ -230,7 +233,7 @@ export function accessControl(deps: { store: Pick<Store, 'projects' | 'membershi
 
   async function roleOf(projectId: string, actor: Actor): Promise<MemberRoleRecord | null> {
     const id = actor.kind === 'identity' ? actor.identityId : actor.userId;
-    return caches.roles.get(`${projectId}:${actor.kind}:${id}`, async () => {
+    return caches.roles.get(roleKey(projectId, actor), async () => {
       const role =
         actor.kind === 'identity'
           ? await store.memberships.roleOfIdentity(projectId, id)
@@ -248,10 +251,11 @@ export function accessControl(deps: { store: Pick<Store, 'projects' | 'membershi
       ref: ProjectRef,
       permission: Permission,
     ): Promise<{ project: ProjectRecord; role: string; access: ProjectAccess }> {
-      const p = await project(ref);
+      // Held (the hot path): no promise, no loader. A held absence (null) takes the slow path, which answers it.
+      const p = caches.projects.peek(projectKey(ref)) ?? (await project(ref));
       // The instance's superadmin administers every project.
       if (actor.kind === 'system' || (actor.kind === 'user' && actor.superadmin)) return { project: p, role: 'admin', access: UNRESTRICTED };
-      const m = await roleOf(p.id, actor);
+      const m = caches.roles.peek(roleKey(p.id, actor)) ?? (await roleOf(p.id, actor));
       if (!m) throw new AppError('FORBIDDEN', FORBIDDEN_MESSAGE);
       const access = accessOf(m);
       if (!grants(m, access, permission)) throw new AppError('FORBIDDEN', FORBIDDEN_MESSAGE);

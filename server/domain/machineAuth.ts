@@ -51,6 +51,8 @@ function ipAllowed(list: TrustedIp[], ip: () => string | null | undefined): bool
   return (m.match ??= ipMatcher(list))(address);
 }
 
+type TokenClaims = { tokenId: string; identityId: string; clientSecretId: string; authMethod?: string };
+
 /** The longest Authorization header worth remembering by its text ("Bearer", spaces, a 4,096-character token). */
 export const MAX_BEARER_HEADER = 4200;
 /** See claimsOf: 10,000 entries of ~1 KB. */
@@ -100,11 +102,21 @@ export function machineAuth(deps: MachineAuthDeps) {
       claims = await tokens.verify(isHeader ? bearerToken(key) : key);
       keep(key, claims);
     }
+    return unexpired(key, claims);
+  }
+
+  function unexpired(key: string, claims: IdentityTokenClaims): IdentityTokenClaims {
     if (claims.exp * 1000 <= now()) {
       verified.delete(key);
       throw new AppError('TOKEN_INVALID', 'Access token expired');
     }
     return claims;
+  }
+
+  /** The claims verified under this Authorization header, if held (no promise: the hot path); else claimsOf. */
+  function heldClaims(authorization: string): IdentityTokenClaims | undefined {
+    const hit = verified.get(authorization);
+    return hit !== undefined && hit.until > now() ? unexpired(authorization, hit.claims) : undefined;
   }
 
   function keep(key: string, claims: IdentityTokenClaims): void {
@@ -126,8 +138,12 @@ export function machineAuth(deps: MachineAuthDeps) {
    * AUTH_SECRET (another subject, another kind, a deleted row) is refused: the key alone
    * cannot mint access.
    */
-  async function liveState(claims: { tokenId: string; identityId: string; clientSecretId: string; authMethod?: string }): Promise<AccessTokenState> {
-    const state = await caches.accessTokens.get(claims.tokenId, async () => (await store.identities.liveAccessToken(claims.tokenId)) ?? null);
+  async function liveState(claims: TokenClaims): Promise<AccessTokenState> {
+    return boundState(await caches.accessTokens.get(claims.tokenId, async () => (await store.identities.liveAccessToken(claims.tokenId)) ?? null), claims);
+  }
+
+  /** The token's state, checked live and bound to `claims` (see liveState). */
+  function boundState(state: AccessTokenState | null, claims: TokenClaims): AccessTokenState {
     if (!state || state.expiresAt.getTime() <= now()) throw new AppError('TOKEN_INVALID', 'Access token revoked or expired');
     // Bound by method too: a JWT-auth token dies with JWT auth, as a UA token with its secret.
     if (state.identityId !== claims.identityId || state.clientSecretId !== claims.clientSecretId || state.authMethod !== (claims.authMethod ?? 'universal-auth')) {
@@ -299,8 +315,13 @@ export function machineAuth(deps: MachineAuthDeps) {
     async authenticate(authorization: string | undefined, origin: Origin = {}): Promise<IdentityActor> {
       if (!authorization || authorization.trim() === '') throw new AppError('UNAUTHORIZED', 'Token missing');
       // A header longer than any that carries a token is not kept under its own text.
-      const claims = authorization.length > MAX_BEARER_HEADER ? await claimsOf(bearerToken(authorization)) : await claimsOf(authorization, true);
-      const state = await liveState(claims);
+      // Held claims and a held state (the hot path) cost no promise.
+      const claims =
+        authorization.length > MAX_BEARER_HEADER
+          ? await claimsOf(bearerToken(authorization))
+          : (heldClaims(authorization) ?? (await claimsOf(authorization, true)));
+      const held = caches.accessTokens.peek(claims.tokenId);
+      const state = held === undefined ? await liveState(claims) : boundState(held, claims);
       if (!ipAllowed(state.accessTokenTrustedIps, () => origin.ip)) throw ipNotAllowed();
       if (state.numUsesLimit > 0) {
         // One statement counts the use (atomic under parallel requests); not audited, like

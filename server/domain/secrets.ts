@@ -584,17 +584,22 @@ export function secretsDomain(deps: SecretsDeps) {
       if (!unrestrictedFor(scope, 'describe', 'readValue')) return undefined;
       // A value holding a reference needs expanding: that answer is built the slow way.
       const expand = q.expandSecretReferences === true;
-      // Made only if this read loads the rows (a miss): a cached read, the hot path, allocates nothing for it.
-      let reading: ReturnType<typeof renderWhileReading> | undefined;
-      const onRows = (part: CipherRowPart) => (reading ??= renderWhileReading(renderer, project, env, shaper, expand)).onRows(part);
-      let snap: FolderSnapshot;
-      try {
-        snap = await snapshots.get(env, path, q.recursive ?? false, onRows);
-      } catch (err) {
-        reading?.abandon();
-        throw err;
+      const recursive = q.recursive ?? false;
+      // Held: the hot path, no promise. Otherwise the rows may be read now (a miss), and
+      // only then is the render-while-reading state made.
+      let snap = snapshots.held(env, path, recursive);
+      let early: ReturnType<ReturnType<typeof renderWhileReading>['finish']>;
+      if (snap === undefined) {
+        let reading: ReturnType<typeof renderWhileReading> | undefined;
+        const onRows = (part: CipherRowPart) => (reading ??= renderWhileReading(renderer, project, env, shaper, expand)).onRows(part);
+        try {
+          snap = await snapshots.get(env, path, recursive, onRows);
+        } catch (err) {
+          reading?.abandon();
+          throw err;
+        }
+        early = reading?.finish(snap, templates.has(snap));
       }
-      const early = reading?.finish(snap, templates.has(snap));
       if (early) {
         rendering.set(early.key, early.result);
         const forget = () => rendering.delete(early.key);

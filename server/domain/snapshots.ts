@@ -22,6 +22,11 @@ export function folderSnapshots(deps: SnapshotDeps) {
      * exist. `onRows`: when this call reads the rows (not cached, nor being read for another
      * caller), each part of them as it is read (see listByFolders).
      */
+    /** The snapshot held for the folder now (the hot path: no promise), or undefined: then get(). */
+    held(env: EnvironmentRow, path: string, recursive: boolean): FolderSnapshot | undefined {
+      return caches.folders.peek(`${env.id}:${recursive ? 'r' : 'f'}:${path}`) ?? undefined;
+    },
+
     async get(env: EnvironmentRow, path: string, recursive: boolean, onRows?: (part: CipherRowPart) => void): Promise<FolderSnapshot> {
       const snap = await caches.folders.get(`${env.id}:${recursive ? 'r' : 'f'}:${path}`, async () => {
         const folders = recursive

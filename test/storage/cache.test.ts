@@ -279,6 +279,34 @@ t.test('redis bus: fail closed within the bound on a hung Redis; an unconfirmed 
   t.ok(b.live, 'live again once Redis answers');
 });
 
+t.test('peek answers only what get would serve from the cache, without a promise', async (t) => {
+  const feed = { live: true, epoch: 0 };
+  const c = new ReadThroughCache<number>(10, 60_000, feed);
+  t.equal(c.peek('k'), undefined, 'nothing held before a load');
+  const d = deferred<number>();
+  const p = c.get('k', () => d.promise);
+  t.equal(c.peek('k'), undefined, 'nor while the load is in flight');
+  d.resolve(1);
+  await p;
+  const hits = c.counts.hits;
+  t.equal(c.peek('k'), 1, 'held once loaded');
+  t.equal(c.counts.hits, hits + 1, 'and counted as a hit');
+  c.invalidate('k');
+  t.equal(c.peek('k'), undefined, 'gone once invalidated');
+  await c.get('k', async () => 2);
+  feed.live = false;
+  t.equal(c.peek('k'), undefined, 'not served while the feed is not live');
+  feed.live = true;
+  feed.epoch++;
+  t.equal(c.peek('k'), undefined, 'nor after the link dropped and came back');
+  t.equal(await c.get('k', async () => 3), 3, 'get loads afresh then');
+  t.equal(c.peek('k'), 3);
+
+  const expired = new ReadThroughCache<number>(10, 0);
+  await expired.get('k', async () => 1);
+  t.equal(expired.peek('k'), undefined, 'an entry whose time is up is not served');
+});
+
 t.test('sweep drops expired entries; values refused by keep are never stored', async (t) => {
   const c = new ReadThroughCache<number | null>(100, 1_000, undefined, (v) => v !== null);
   await c.get('a', async () => 1);

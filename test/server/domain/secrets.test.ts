@@ -226,8 +226,15 @@ for (const backend of BACKENDS) {
     });
     let lastSnapshot: FolderSnapshot | undefined;
     const snapshots = folderSnapshots({ store, caches: s.caches });
-    const watched = { get: (...args: Parameters<typeof snapshots.get>) => snapshots.get(...args).then((x) => (lastSnapshot = x)) };
-    const domain = (given: Pick<typeof snapshots, 'get'> = watched) => secretsDomain({ store, crypto, access: s.access, snapshots: given, changes: s.changes });
+    const watched = {
+      get: (...args: Parameters<typeof snapshots.get>) => snapshots.get(...args).then((x) => (lastSnapshot = x)),
+      held: (...args: Parameters<typeof snapshots.held>) => {
+        const x = snapshots.held(...args);
+        if (x) lastSnapshot = x;
+        return x;
+      },
+    };
+    const domain = (given: Pick<typeof snapshots, 'get' | 'held'> = watched) => secretsDomain({ store, crypto, access: s.access, snapshots: given, changes: s.changes });
     const q = { project, environment: 'prod', secretPath: '/big', expandSecretReferences: true };
     const coldly = () => {
       s.caches.folders.clear();
@@ -250,7 +257,7 @@ for (const backend of BACKENDS) {
     const read = lastSnapshot!;
     s.crypto.forgetRendered('');
     renders.length = 0;
-    const whole = await domain({ get: async () => read }).listRendered(eso, q, rawListText);
+    const whole = await domain({ get: async () => read, held: () => undefined }).listRendered(eso, q, rawListText);
     t.same(renders.map((r) => r.streamed), [false], 'a snapshot read already is rendered whole');
     t.ok(whole!.equals(first!), 'the same bytes');
 
