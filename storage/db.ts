@@ -1,10 +1,11 @@
 // One SQL dialect: postgres.js talks either to a real PostgreSQL (DATABASE_URL) or to
-// an embedded PGlite database served on a private unix socket, through the same driver.
+// an embedded PGlite database in this process (embeddedLink.ts), through the same driver.
 import { existsSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import postgres from 'postgres';
+import { PgliteLink } from './embeddedLink.js';
 
 export type Sql = postgres.Sql<Record<string, never>>;
 export type Tx = postgres.TransactionSql<Record<string, never>>;
@@ -187,37 +188,33 @@ async function connectEmbedded(opts: ConnectOptions): Promise<Database> {
   // PGlite runs WebAssembly in this service.
   setFlagsFromString('--liftoff-only');
   const { PGlite } = await import('@electric-sql/pglite');
-  const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
   const dataDir = resolve(opts.dataDir);
   const dbDir = join(dataDir, 'pglite');
   const sockDir = join(dataDir, 'run');
   await mkdir(dbDir, { recursive: true, mode: 0o700 });
   await mkdir(sockDir, { recursive: true, mode: 0o700 });
   const unlock = await lockEmbedded(dataDir, join(sockDir, 'embedded.pid'));
-  const sockPath = join(sockDir, '.s.PGSQL.5432');
   let db: InstanceType<typeof PGlite> | undefined;
-  let server: InstanceType<typeof PGLiteSocketServer> | undefined;
   try {
-    // A socket left by a killed process would make listen() fail; the lock says it is not live.
-    await rm(sockPath, { force: true });
+    // Left by a version that served the database on a socket here (the lock says it is not live).
+    await rm(join(sockDir, '.s.PGSQL.5432'), { force: true });
     // A first start runs initdb: in a thread of its own, whose memory (a second PGlite
     // instance and initdb's, ~450 MB) goes away with the thread.
     if (!existsSync(join(dbDir, 'PG_VERSION'))) await initEmbedded(dbDir);
     db = await PGlite.create(dbDir, { startParams: [...PGlite.defaultStartParams, ...EMBEDDED_SETTINGS] });
-    // PGlite has one backend: one connection, so transactions never interleave.
-    server = new PGLiteSocketServer({ db, path: sockPath, maxConnections: 1 });
-    await server.start();
   } catch (err) {
-    await server?.stop().catch(() => {});
     await db?.close().catch(() => {});
     await unlock();
     throw err;
   }
-  const started = { db, server };
+  const started = { db };
+  // `socket` is postgres.js' documented custom socket ("a socket-like duplex stream"),
+  // missing from its type declarations.
+  const link = { socket: () => new PgliteLink(started.db) } as postgres.Options<Record<string, postgres.PostgresType>>;
   const sql = postgres({
     ...baseOptions,
-    host: sockDir,
-    port: 5432,
+    ...link,
+    // PGlite has one backend: one connection, so transactions never interleave.
     database: 'postgres',
     username: 'postgres',
     max: 1,
@@ -226,7 +223,6 @@ async function connectEmbedded(opts: ConnectOptions): Promise<Database> {
   const close = async () => {
     try {
       await sql.end({ timeout: 5 });
-      await started.server.stop();
       await started.db.close();
     } finally {
       await unlock();

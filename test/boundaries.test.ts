@@ -33,7 +33,7 @@ const packageOf = (spec: string) => (spec.startsWith('@') ? spec.split('/').slic
 
 const rules: { dir: string; packages: string[]; why: string }[] = [
   { dir: 'crypto', packages: ['piscina', '@node-rs/argon2', 'pkcs11js'], why: 'crypto/ imports only node built-ins, piscina, argon2 and (for KEY_PROVIDER=pkcs11) pkcs11js' },
-  { dir: 'storage', packages: ['postgres', 'ioredis', '@electric-sql/pglite', '@electric-sql/pglite-socket'], why: 'storage/ talks to PostgreSQL and Redis only' },
+  { dir: 'storage', packages: ['postgres', 'ioredis', '@electric-sql/pglite'], why: 'storage/ talks to PostgreSQL and Redis only' },
   { dir: 'ui/src', packages: ['solid-js', '@solidjs/router'], why: 'the UI is a Solid app that talks HTTP' },
 ];
 
