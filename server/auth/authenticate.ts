@@ -68,25 +68,37 @@ export function authenticator(deps: { machineAuth: Pick<MachineAuth, 'authentica
     }
     return kind;
   }
+  async function fromCookie(req: HttpRequest): Promise<Actor> {
+    const cookie = readCookie(req.headers.cookie, SESSION_COOKIE);
+    if (cookie) {
+      const actor = await users.authenticate(cookie);
+      if (req.method !== 'GET' && !users.checkCsrf(actor.sessionId, req.headers[CSRF_HEADER])) {
+        throw new AppError('FORBIDDEN', 'Missing or invalid CSRF token');
+      }
+      return actor;
+    }
+    throw new AppError('UNAUTHORIZED', 'Token missing');
+  }
+
   return {
-    /** `origin.ip`: the request's client address (server/http/clientAddress.ts), for access tokens' trusted IPs. */
-    async actor(req: HttpRequest, origin: Origin = {}): Promise<Actor> {
-      const authorization = req.headers.authorization;
-      if (authorization && authorization.trim() !== '') {
-        if (kindOf(authorization) === 'session') {
-          return users.authenticate(/^Bearer[ ]+(\S{1,4096})[ ]*$/i.exec(authorization)![1]!);
+    /**
+     * `origin.ip`: the request's client address (server/http/clientAddress.ts), for access
+     * tokens' trusted IPs. A machine token held by machineAuth is answered as a value (the
+     * hot path: no promise); a refusal is always a rejected promise.
+     */
+    actor(req: HttpRequest, origin: Origin = {}): Actor | Promise<Actor> {
+      try {
+        const authorization = req.headers.authorization;
+        if (authorization && authorization.trim() !== '') {
+          if (kindOf(authorization) === 'session') {
+            return users.authenticate(/^Bearer[ ]+(\S{1,4096})[ ]*$/i.exec(authorization)![1]!);
+          }
+          return machineAuth.authenticate(authorization, origin);
         }
-        return machineAuth.authenticate(authorization, origin);
+        return fromCookie(req);
+      } catch (err) {
+        return Promise.reject(err);
       }
-      const cookie = readCookie(req.headers.cookie, SESSION_COOKIE);
-      if (cookie) {
-        const actor = await users.authenticate(cookie);
-        if (req.method !== 'GET' && !users.checkCsrf(actor.sessionId, req.headers[CSRF_HEADER])) {
-          throw new AppError('FORBIDDEN', 'Missing or invalid CSRF token');
-        }
-        return actor;
-      }
-      throw new AppError('UNAUTHORIZED', 'Token missing');
     },
   };
 }

@@ -209,6 +209,13 @@ export const can = (role: Role, p: Permission) => GRANTS[role].has(p);
 
 export type ProjectRef = { slug: string } | { id: string };
 
+/** What authorize answers: the project, the actor's role in it, and what it may do with its secrets. */
+export interface Authorized {
+  project: ProjectRecord;
+  role: string;
+  access: ProjectAccess;
+}
+
 export function accessControl(deps: { store: Pick<Store, 'projects' | 'memberships'>; caches: Pick<Caches, 'projects' | 'roles'> }) {
   const { store, caches } = deps;
 
@@ -242,24 +249,43 @@ export function accessControl(deps: { store: Pick<Store, 'projects' | 'membershi
     });
   }
 
+  /** The membership's answer to `permission` in project `p` (403 unless it grants it). */
+  function decide(p: ProjectRecord, m: MemberRoleRecord, permission: Permission): Authorized {
+    const access = accessOf(m);
+    if (!grants(m, access, permission)) throw new AppError('FORBIDDEN', FORBIDDEN_MESSAGE);
+    return { project: p, role: access.role, access };
+  }
+
+  async function authorizeLoading(actor: Actor | SystemActor, ref: ProjectRef, permission: Permission): Promise<Authorized> {
+    const p = await project(ref);
+    // The instance's superadmin administers every project.
+    if (actor.kind === 'system' || (actor.kind === 'user' && actor.superadmin)) return { project: p, role: 'admin', access: UNRESTRICTED };
+    const m = await roleOf(p.id, actor);
+    if (!m) throw new AppError('FORBIDDEN', FORBIDDEN_MESSAGE);
+    return decide(p, m, permission);
+  }
+
   return {
     project,
     roleOf,
-    /** Resolves the project and demands `permission` in it; answers what the actor may do with its secrets. */
-    async authorize(
-      actor: Actor | SystemActor,
-      ref: ProjectRef,
-      permission: Permission,
-    ): Promise<{ project: ProjectRecord; role: string; access: ProjectAccess }> {
-      // Held (the hot path): no promise, no loader. A held absence (null) takes the slow path, which answers it.
-      const p = caches.projects.peek(projectKey(ref)) ?? (await project(ref));
-      // The instance's superadmin administers every project.
-      if (actor.kind === 'system' || (actor.kind === 'user' && actor.superadmin)) return { project: p, role: 'admin', access: UNRESTRICTED };
-      const m = caches.roles.peek(roleKey(p.id, actor)) ?? (await roleOf(p.id, actor));
-      if (!m) throw new AppError('FORBIDDEN', FORBIDDEN_MESSAGE);
-      const access = accessOf(m);
-      if (!grants(m, access, permission)) throw new AppError('FORBIDDEN', FORBIDDEN_MESSAGE);
-      return { project: p, role: access.role, access };
+    /**
+     * Resolves the project and demands `permission` in it; answers what the actor may do
+     * with its secrets. With the project and the actor's role held (the hot path) the
+     * answer is a value, not a promise; a refusal is always a rejected promise.
+     */
+    authorize(actor: Actor | SystemActor, ref: ProjectRef, permission: Permission): Authorized | Promise<Authorized> {
+      try {
+        // A held absence (null) takes the slow path, which answers it.
+        const p = caches.projects.peek(projectKey(ref));
+        if (p) {
+          if (actor.kind === 'system' || (actor.kind === 'user' && actor.superadmin)) return { project: p, role: 'admin', access: UNRESTRICTED };
+          const m = caches.roles.peek(roleKey(p.id, actor));
+          if (m) return decide(p, m, permission);
+        }
+      } catch (err) {
+        return Promise.reject(err);
+      }
+      return authorizeLoading(actor, ref, permission);
     },
 
     environment(project: ProjectRecord, slug: string): EnvironmentRow {

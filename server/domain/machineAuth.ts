@@ -170,6 +170,24 @@ export function machineAuth(deps: MachineAuthDeps) {
       });
   }
 
+  const actorOf = (claims: TokenClaims): IdentityActor => ({ kind: 'identity', identityId: claims.identityId, tokenId: claims.tokenId, clientSecretId: claims.clientSecretId });
+
+  /** authenticate when something is not held, or a use must be counted. */
+  async function authenticateLoading(authorization: string | undefined, origin: Origin): Promise<IdentityActor> {
+    if (!authorization || authorization.trim() === '') throw new AppError('UNAUTHORIZED', 'Token missing');
+    // A header longer than any that carries a token is not kept under its own text.
+    const claims = authorization.length > MAX_BEARER_HEADER ? await claimsOf(bearerToken(authorization)) : await claimsOf(authorization, true);
+    const state = await liveState(claims);
+    if (!ipAllowed(state.accessTokenTrustedIps, () => origin.ip)) throw ipNotAllowed();
+    if (state.numUsesLimit > 0) {
+      // One statement counts the use (atomic under parallel requests); not audited, like
+      // the lockout count: it is bookkeeping of a request, not a change anyone made.
+      const used = await asIdentity(claims.identityId, origin).run(({ s }) => s.identities.useAccessToken(claims.tokenId));
+      if (!used) throw usesExhausted();
+    }
+    return actorOf(claims);
+  }
+
   return {
     /** Signs the answer of a login another module (JWT / OIDC auth) has recorded. */
     issue,
@@ -311,25 +329,22 @@ export function machineAuth(deps: MachineAuthDeps) {
      * `authorization` is the raw header value (or undefined); `origin.ip` the client's address.
      * After the token is known live: the identity's access-token trusted IPs (403), then
      * one use counted when the token has a use limit (401 once exhausted), as Infisical.
+     * With the token's claims and state held and no use to count (the hot path) the
+     * answer is a value, not a promise; a refusal is always a rejected promise.
      */
-    async authenticate(authorization: string | undefined, origin: Origin = {}): Promise<IdentityActor> {
-      if (!authorization || authorization.trim() === '') throw new AppError('UNAUTHORIZED', 'Token missing');
-      // A header longer than any that carries a token is not kept under its own text.
-      // Held claims and a held state (the hot path) cost no promise.
-      const claims =
-        authorization.length > MAX_BEARER_HEADER
-          ? await claimsOf(bearerToken(authorization))
-          : (heldClaims(authorization) ?? (await claimsOf(authorization, true)));
-      const held = caches.accessTokens.peek(claims.tokenId);
-      const state = held === undefined ? await liveState(claims) : boundState(held, claims);
-      if (!ipAllowed(state.accessTokenTrustedIps, () => origin.ip)) throw ipNotAllowed();
-      if (state.numUsesLimit > 0) {
-        // One statement counts the use (atomic under parallel requests); not audited, like
-        // the lockout count: it is bookkeeping of a request, not a change anyone made.
-        const used = await asIdentity(claims.identityId, origin).run(({ s }) => s.identities.useAccessToken(claims.tokenId));
-        if (!used) throw usesExhausted();
+    authenticate(authorization: string | undefined, origin: Origin = {}): IdentityActor | Promise<IdentityActor> {
+      try {
+        const claims = authorization !== undefined && authorization.length <= MAX_BEARER_HEADER ? heldClaims(authorization) : undefined;
+        const held = claims && caches.accessTokens.peek(claims.tokenId);
+        if (claims && held !== undefined) {
+          const state = boundState(held, claims);
+          if (!ipAllowed(state.accessTokenTrustedIps, () => origin.ip)) throw ipNotAllowed();
+          if (state.numUsesLimit === 0) return actorOf(claims);
+        }
+      } catch (err) {
+        return Promise.reject(err);
       }
-      return { kind: 'identity', identityId: claims.identityId, tokenId: claims.tokenId, clientSecretId: claims.clientSecretId };
+      return authenticateLoading(authorization, origin);
     },
 
     /** Idempotent for a token of ours; from then on every request with it gets 401, on every replica. */

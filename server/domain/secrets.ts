@@ -576,7 +576,9 @@ export function secretsDomain(deps: SecretsDeps) {
     async listRendered(actor: Actor, q: ReadQuery & { recursive?: boolean }, shaper: ListShaper): Promise<Buffer | undefined> {
       if (q.viewSecretValue === false || crypto.render === undefined || crypto.rendered === undefined) return undefined;
       const renderer = crypto as Pick<Crypto, 'render' | 'rendered'>;
-      const { project, access: scope } = await access.authorize(actor, q.project, 'secrets:read');
+      // Held project and role: a value (the hot path).
+      const authorized = access.authorize(actor, q.project, 'secrets:read');
+      const { project, access: scope } = authorized instanceof Promise ? await authorized : authorized;
       const env = access.environment(project, q.environment);
       const path = normaliseSecretPath(q.secretPath);
       requireSecrets(scope, 'describe', env.slug, path);

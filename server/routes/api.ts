@@ -209,7 +209,9 @@ export function createApi(router: Router, auth: Pick<Authenticator, 'actor'>, op
         const origin = new RequestOrigin(req, isTrustedProxy);
         let actor: Actor | undefined;
         if (caller !== 'none') {
-          actor = await auth.actor(req, origin);
+          // A held machine token is a value (no promise, no turn of the microtask queue).
+          const who = auth.actor(req, origin);
+          actor = who instanceof Promise ? await who : who;
           req.actor = actor.kind === 'user' ? { kind: 'user', id: actor.userId } : { kind: 'identity', id: actor.identityId };
           if (caller === 'user' && actor.kind !== 'user') {
             throw options.refuseMachine?.() ?? new AppError('FORBIDDEN', 'You are not allowed to access this resource');

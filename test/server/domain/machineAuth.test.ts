@@ -137,11 +137,11 @@ t.test('a login keeps its token as verified, with the claims verifying it gives:
   // Another spelling of the header, or the token altered, is verified as before.
   await auth.authenticate(`bearer  ${accessToken}`, { ip: '127.0.0.1' });
   t.equal(verifications, 1, 'another header text is verified');
-  await t.rejects(auth.authenticate(`Bearer ${accessToken.slice(0, -2)}xx`, { ip: '127.0.0.1' }), { code: 'TOKEN_INVALID' });
+  await t.rejects(async () => auth.authenticate(`Bearer ${accessToken.slice(0, -2)}xx`, { ip: '127.0.0.1' }), { code: 'TOKEN_INVALID' });
   t.equal(verifications, 2, 'an altered token is verified, and refused');
 
   await auth.revoke(accessToken);
-  await t.rejects(auth.authenticate(`Bearer ${accessToken}`, { ip: '127.0.0.1' }), { code: 'TOKEN_INVALID' }, 'revoked: refused');
+  await t.rejects(async () => auth.authenticate(`Bearer ${accessToken}`, { ip: '127.0.0.1' }), { code: 'TOKEN_INVALID' }, 'revoked: refused');
 });
 
 t.test('a known client\'s login lookup is cached until its identity changes or the MAC key moves; a stale key never moves a secret back', async (t) => {
@@ -199,4 +199,31 @@ t.test('a known client\'s login lookup is cached until its identity changes or t
   t.equal((await loginWith(seeded.clientId, seeded.clientSecret)).status, 200);
   t.equal(lookups, 6, 'read again after the MAC key moved');
   t.equal(await macKeyOf(first!.id), newKey, 'the older secret is re-MACed under the current key');
+});
+
+t.test('a held token answers as a value; every refusal is a rejected promise; a use-limited token counts each use', async (t) => {
+  const svc = await startTestService(t, await testEnv(t, 'embedded'));
+  const seeded = await seedHomelab(svc.services);
+  const s = svc.services;
+  await s.identities.updateUniversalAuth(SYSTEM, seeded.identityId, { accessTokenTrustedIps: [{ ipAddress: '127.0.0.1', type: 'ipv4', prefix: 32 }] });
+  const header = `Bearer ${(await s.machineAuth.login({ clientId: seeded.clientId, clientSecret: seeded.clientSecret, ip: '127.0.0.1' })).accessToken}`;
+
+  const held = s.machineAuth.authenticate(header, { ip: '127.0.0.1' });
+  t.notOk(held instanceof Promise, 'held claims and state: a value, no promise');
+  t.equal((held as Awaited<typeof held>).identityId, seeded.identityId);
+  const elsewhere = s.machineAuth.authenticate(header, { ip: '10.1.1.1' });
+  t.ok(elsewhere instanceof Promise, 'a held token from an address its list refuses: a promise');
+  await t.rejects(elsewhere, { code: 'FORBIDDEN' });
+  const missing = s.machineAuth.authenticate('', { ip: '127.0.0.1' });
+  t.ok(missing instanceof Promise);
+  await t.rejects(missing, { code: 'UNAUTHORIZED' });
+
+  await s.identities.updateUniversalAuth(SYSTEM, seeded.identityId, { accessTokenNumUsesLimit: 2 });
+  const limited = `Bearer ${(await s.machineAuth.login({ clientId: seeded.clientId, clientSecret: seeded.clientSecret, ip: '127.0.0.1' })).accessToken}`;
+  for (const n of [1, 2]) {
+    const used = s.machineAuth.authenticate(limited, { ip: '127.0.0.1' });
+    t.ok(used instanceof Promise, `use ${n} of a limited token is counted in a statement`);
+    await used;
+  }
+  await t.rejects(async () => s.machineAuth.authenticate(limited, { ip: '127.0.0.1' }), { code: 'UNAUTHORIZED' }, 'the third use is refused');
 });
