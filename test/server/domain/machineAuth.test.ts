@@ -213,10 +213,10 @@ t.test('a held token answers as a value; every refusal is a rejected promise; a 
   t.equal((held as Awaited<typeof held>).identityId, seeded.identityId);
   const elsewhere = s.machineAuth.authenticate(header, { ip: '10.1.1.1' });
   t.ok(elsewhere instanceof Promise, 'a held token from an address its list refuses: a promise');
-  await t.rejects(elsewhere, { code: 'FORBIDDEN' });
+  await t.rejects(elsewhere as Promise<unknown>, { code: 'FORBIDDEN' });
   const missing = s.machineAuth.authenticate('', { ip: '127.0.0.1' });
   t.ok(missing instanceof Promise);
-  await t.rejects(missing, { code: 'UNAUTHORIZED' });
+  await t.rejects(missing as Promise<unknown>, { code: 'UNAUTHORIZED' });
 
   await s.identities.updateUniversalAuth(SYSTEM, seeded.identityId, { accessTokenNumUsesLimit: 2 });
   const limited = `Bearer ${(await s.machineAuth.login({ clientId: seeded.clientId, clientSecret: seeded.clientSecret, ip: '127.0.0.1' })).accessToken}`;
