@@ -1,4 +1,5 @@
 // The running service: services wired to the HTTP front, listening.
+import { tuneGc } from './gcTuning.js';
 import { LOG_LEVELS, type Config } from './config.js';
 import { createHttpServer } from './http/app.js';
 import { loadStaticUi } from './http/static.js';
@@ -99,6 +100,7 @@ export function requestLogFields(r: RequestRecord, isTrustedProxy: (address: str
 }
 
 export async function startService(config: Config, log: Logger): Promise<RunningService> {
+  tuneGc();
   const metrics = createMetrics();
   const isTrustedProxy = ipMatcher(config.trustedProxies);
   const requestLines = LOG_LEVELS.indexOf(config.logLevel) <= LOG_LEVELS.indexOf('info');
