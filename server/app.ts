@@ -1,6 +1,6 @@
 // The running service: services wired to the HTTP front, listening.
-import { tuneGc } from './gcTuning.js';
 import { LOG_LEVELS, type Config } from './config.js';
+import { tuneGc } from './gcTuning.js';
 import { createHttpServer } from './http/app.js';
 import { loadStaticUi } from './http/static.js';
 import { createApi, type Api } from './routes/api.js';

@@ -207,10 +207,10 @@ async function connectEmbedded(opts: ConnectOptions): Promise<Database> {
     await unlock();
     throw err;
   }
-  const started = { db };
+  const pglite = db;
   // `socket` is postgres.js' documented custom socket ("a socket-like duplex stream"),
   // missing from its type declarations.
-  const link = { socket: () => new PgliteLink(started.db) } as postgres.Options<Record<string, postgres.PostgresType>>;
+  const link = { socket: () => new PgliteLink(pglite) } as postgres.Options<Record<string, postgres.PostgresType>>;
   const sql = postgres({
     ...baseOptions,
     ...link,
@@ -223,7 +223,7 @@ async function connectEmbedded(opts: ConnectOptions): Promise<Database> {
   const close = async () => {
     try {
       await sql.end({ timeout: 5 });
-      await started.db.close();
+      await pglite.close();
     } finally {
       await unlock();
     }
@@ -240,7 +240,7 @@ async function connectEmbedded(opts: ConnectOptions): Promise<Database> {
     const reserved = await sql.reserve();
     try {
       await reserved`checkpoint`;
-      const tar = await started.db.dumpDataDir('gzip');
+      const tar = await pglite.dumpDataDir('gzip');
       return new Uint8Array(await tar.arrayBuffer());
     } finally {
       reserved.release();

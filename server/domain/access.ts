@@ -249,6 +249,12 @@ export function accessControl(deps: { store: Pick<Store, 'projects' | 'membershi
     });
   }
 
+  /**
+   * The service itself and the instance's superadmin administer every project. (False
+   * only ever for an Actor: the service always administers, so that is what it narrows.)
+   */
+  const administersAll = (actor: Actor | SystemActor): actor is SystemActor => actor.kind === 'system' || (actor.kind === 'user' && actor.superadmin === true);
+
   /** The membership's answer to `permission` in project `p` (403 unless it grants it). */
   function decide(p: ProjectRecord, m: MemberRoleRecord, permission: Permission): Authorized {
     const access = accessOf(m);
@@ -258,8 +264,7 @@ export function accessControl(deps: { store: Pick<Store, 'projects' | 'membershi
 
   async function authorizeLoading(actor: Actor | SystemActor, ref: ProjectRef, permission: Permission): Promise<Authorized> {
     const p = await project(ref);
-    // The instance's superadmin administers every project.
-    if (actor.kind === 'system' || (actor.kind === 'user' && actor.superadmin)) return { project: p, role: 'admin', access: UNRESTRICTED };
+    if (administersAll(actor)) return { project: p, role: 'admin', access: UNRESTRICTED };
     const m = await roleOf(p.id, actor);
     if (!m) throw new AppError('FORBIDDEN', FORBIDDEN_MESSAGE);
     return decide(p, m, permission);
@@ -278,7 +283,7 @@ export function accessControl(deps: { store: Pick<Store, 'projects' | 'membershi
         // A held absence (null) takes the slow path, which answers it.
         const p = caches.projects.peek(projectKey(ref));
         if (p) {
-          if (actor.kind === 'system' || (actor.kind === 'user' && actor.superadmin)) return { project: p, role: 'admin', access: UNRESTRICTED };
+          if (administersAll(actor)) return { project: p, role: 'admin', access: UNRESTRICTED };
           const m = caches.roles.peek(roleKey(p.id, actor));
           if (m) return decide(p, m, permission);
         }

@@ -16,19 +16,21 @@ export interface SnapshotDeps {
 
 export function folderSnapshots(deps: SnapshotDeps) {
   const { store, caches } = deps;
+  const keyOf = (env: EnvironmentRow, path: string, recursive: boolean) => `${env.id}:${recursive ? 'r' : 'f'}:${path}`;
   return {
+    /** The snapshot held for the folder now (the hot path: no promise), or undefined: then get(). */
+    held(env: EnvironmentRow, path: string, recursive: boolean): FolderSnapshot | undefined {
+      // A held absence (null) is undefined here: get() answers it (404).
+      return caches.folders.peek(keyOf(env, path, recursive)) ?? undefined;
+    },
+
     /**
      * The folder at `path` (and everything below it when recursive); 404 when it does not
      * exist. `onRows`: when this call reads the rows (not cached, nor being read for another
      * caller), each part of them as it is read (see listByFolders).
      */
-    /** The snapshot held for the folder now (the hot path: no promise), or undefined: then get(). */
-    held(env: EnvironmentRow, path: string, recursive: boolean): FolderSnapshot | undefined {
-      return caches.folders.peek(`${env.id}:${recursive ? 'r' : 'f'}:${path}`) ?? undefined;
-    },
-
     async get(env: EnvironmentRow, path: string, recursive: boolean, onRows?: (part: CipherRowPart) => void): Promise<FolderSnapshot> {
-      const snap = await caches.folders.get(`${env.id}:${recursive ? 'r' : 'f'}:${path}`, async () => {
+      const snap = await caches.folders.get(keyOf(env, path, recursive), async () => {
         const folders = recursive
           ? await store.folders.subtree(env.id, path)
           : [await store.folders.byPath(env.id, path)].filter((f) => f !== undefined);
