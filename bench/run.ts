@@ -58,6 +58,13 @@ interface ScenarioReport {
   latencyMs: { p50: number; p90: number; p99: number; mean: number; max: number };
   /** connections / throughput (Little's law): the mean latency, finer than the histogram's whole ms. */
   meanLatencyFromThroughputMs: number;
+  /**
+   * The bench process's main thread during the measured run (the in-process service's
+   * and, for (c), the ceiling's; autocannon runs in its own thread): the share of the time
+   * it was busy, and its busy time per request. The cost of a request on the thread that
+   * bounds the service, less moved than throughput by what else the machine runs.
+   */
+  mainThread: { utilization: number; busyMicrosPerRequest: number };
   non2xx: number;
   errors: number;
   timeouts: number;
@@ -104,9 +111,15 @@ async function scenario(id: string, name: string, opts: Options, requestsPerCycl
     warmup = { requests: w.requests.total, non2xx: w.non2xx, errors: w.errors, mismatches: w.mismatches };
   }
   process.stdout.write(`measuring ${SECONDS} s ... `);
+  const loopBefore = performance.eventLoopUtilization();
   const r = await profiled(`${id}`, () => autocannon({ ...base, duration: SECONDS }));
+  const loop = performance.eventLoopUtilization(loopBefore);
   const reqPerSec = r.requests.total / r.duration;
-  console.log(`${Math.round(reqPerSec)} req/s`);
+  const mainThread = { utilization: loop.utilization, busyMicrosPerRequest: (1000 * loop.active) / Math.max(1, r.requests.total) };
+  console.log(
+    `${Math.round(reqPerSec)} req/s; main thread ${(100 * mainThread.utilization).toFixed(0)}% busy, ` +
+      `${mainThread.busyMicrosPerRequest.toFixed(0)} µs per request`,
+  );
   return {
     id,
     name,
@@ -117,6 +130,7 @@ async function scenario(id: string, name: string, opts: Options, requestsPerCycl
     ...(requestsPerCycle > 1 ? { cyclesPerSec: reqPerSec / requestsPerCycle } : {}),
     latencyMs: { p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, mean: r.latency.average, max: r.latency.max },
     meanLatencyFromThroughputMs: (1000 * (base.connections ?? CONNECTIONS)) / reqPerSec,
+    mainThread,
     non2xx: r.non2xx,
     errors: r.errors,
     timeouts: r.timeouts,
@@ -225,7 +239,10 @@ async function runBackend(backend: Backend): Promise<{ code: number; figures: Fi
     );
     if (!PARTS.includes('http')) {
       const a = reports[0]!;
-      console.log(`ESO cycles/s (a) = ${a.cyclesPerSec!.toFixed(0)}; non-2xx ${a.non2xx}, errors ${a.errors}`);
+      console.log(
+        `ESO cycles/s (a) = ${a.cyclesPerSec!.toFixed(0)}; main thread ${(3 * a.mainThread.busyMicrosPerRequest).toFixed(0)} µs per cycle; ` +
+          `non-2xx ${a.non2xx}, errors ${a.errors}`,
+      );
       return {
         code: a.non2xx > 0 || a.errors > 0 ? 1 : 0,
         figures: [{ row: '(a) ESO cycle (login, list, revoke)', backend: backend.id, value: a.cyclesPerSec!, unit: 'cycles/s', target: 1000, atLeast: true }],
