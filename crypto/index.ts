@@ -295,6 +295,17 @@ export function poolOptions(threads: number) {
   };
 }
 
+/** MACs asked under one key while its last task is out: sent together next. */
+interface MacBatch {
+  wrappedKey: Buffer;
+  keyAad: string;
+  sending: boolean;
+  waiting: Array<{ message: string; resolve: (mac: Buffer) => void; reject: (err: unknown) => void }>;
+}
+
+/** Bounds one batched task (and the wait of the last caller in it). */
+const MAX_MACS_PER_TASK = 256;
+
 class PooledCrypto implements Crypto {
   readonly #pool: Piscina;
   readonly #onFatal: (() => void) | undefined;
@@ -305,6 +316,8 @@ class PooledCrypto implements Crypto {
   #stopping: Promise<void> | undefined;
   readonly rootKeyVersion: number;
   readonly rootKeyProvider: ProviderKind;
+  /** mac()'s batches, by key (AAD and wrapped bytes). */
+  readonly #macBatches = new Map<string, MacBatch>();
 
   constructor(
     pool: Piscina,
@@ -481,8 +494,40 @@ class PooledCrypto implements Crypto {
     (this.#renderChannel ??= unrefChannel(new BroadcastChannel(RENDER_CHANNEL))).postMessage({ forgetPrefix: prefix });
   }
 
-  async mac(wrappedKey: Buffer, keyAad: string, message: string): Promise<Buffer> {
-    return (await this.macMany(wrappedKey, keyAad, [message]))[0]!;
+  /**
+   * One MAC per machine login: those asked under one key while that key's last task is
+   * with a worker go in the next task together (as the write pipeline groups the logins'
+   * commits), not a task each. A lone call is sent at once. A batch shares its outcome:
+   * its messages are all strings and its key is the same, so a failure (a key that does
+   * not unwrap, a pool that is gone) is every caller's.
+   */
+  mac(wrappedKey: Buffer, keyAad: string, message: string): Promise<Buffer> {
+    if (!Buffer.isBuffer(wrappedKey) || typeof keyAad !== 'string' || typeof message !== 'string') {
+      return this.macMany(wrappedKey, keyAad, [message]).then((macs) => macs[0]!);
+    }
+    const id = `${keyAad}\0${wrappedKey.toString('base64')}`;
+    let batch = this.#macBatches.get(id);
+    if (batch === undefined) this.#macBatches.set(id, (batch = { wrappedKey, keyAad, sending: false, waiting: [] }));
+    const queued = batch;
+    return new Promise<Buffer>((resolve, reject) => {
+      queued.waiting.push({ message, resolve, reject });
+      if (!queued.sending) this.#sendMacs(id, queued);
+    });
+  }
+
+  #sendMacs(id: string, batch: MacBatch): void {
+    const taken = batch.waiting.splice(0, MAX_MACS_PER_TASK);
+    batch.sending = true;
+    this.macMany(batch.wrappedKey, batch.keyAad, taken.map((w) => w.message))
+      .then(
+        (macs) => taken.forEach((w, n) => w.resolve(macs[n]!)),
+        (err: unknown) => taken.forEach((w) => w.reject(err)),
+      )
+      .finally(() => {
+        batch.sending = false;
+        if (batch.waiting.length > 0) this.#sendMacs(id, batch);
+        else this.#macBatches.delete(id);
+      });
   }
 
   async macMany(wrappedKey: Buffer, keyAad: string, messages: string[]): Promise<Buffer[]> {

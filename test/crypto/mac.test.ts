@@ -84,3 +84,68 @@ t.test('macChain: each link MACed over the hex of the MAC before it, in one task
   t.equal(await codeOf(t, c.macChain(k, 'system', { start, links: [['a', 1 as unknown as string]], final: ['', ''], extra: [] })), 'BAD_TASK');
   t.equal(await codeOf(t, c.macChain(k, 'system', { start, links, final: ['x'] as unknown as [string, string], extra: [] })), 'BAD_TASK');
 });
+
+/** Counts the pool's tasks while `body` runs. */
+async function countingTasks<T>(body: () => Promise<T>): Promise<{ value: T; tasks: number }> {
+  const run = Piscina.prototype.run;
+  let tasks = 0;
+  Piscina.prototype.run = function (this: Piscina, ...args: Parameters<Piscina['run']>) {
+    tasks++;
+    return run.apply(this, args);
+  };
+  try {
+    return { value: await body(), tasks };
+  } finally {
+    Piscina.prototype.run = run;
+  }
+}
+
+t.test('macs asked while one under their key is out go to the worker together, each with its own answer', async (t) => {
+  const c = await cryptoFor(t);
+  const k1 = await c.generateDataKey('system');
+  const k2 = await c.generateDataKey('system');
+  const messages = Array.from({ length: 40 }, (_, i) => `client-secret-${i}`);
+  const expected1 = await c.macMany(k1, 'system', messages);
+  const expected2 = await c.macMany(k2, 'system', messages);
+
+  const lone = await countingTasks(() => c.mac(k1, 'system', messages[3]!));
+  t.equal(lone.tasks, 1, 'a lone mac is sent at once');
+  t.same(lone.value, expected1[3]);
+
+  const burst = await countingTasks(() =>
+    Promise.all(messages.flatMap((m) => [c.mac(k1, 'system', m), c.mac(k2, 'system', m)])),
+  );
+  t.same(
+    burst.value.filter((_, n) => n % 2 === 0),
+    expected1,
+    'each caller gets the MAC of its own message under its own key',
+  );
+  t.same(
+    burst.value.filter((_, n) => n % 2 === 1),
+    expected2,
+  );
+  t.equal(burst.tasks, 4, '80 macs under two keys: per key one sent at once, the rest together');
+});
+
+t.test('a batch shares its failure; another key\'s batch and a malformed call do not', async (t) => {
+  const c = await cryptoFor(t);
+  const good = await c.generateDataKey('system');
+  const broken = Buffer.from(good);
+  broken[broken.length - 1]! ^= 1;
+  const right = await c.macMany(good, 'system', ['x', 'y']);
+  const outcomes = await Promise.allSettled([
+    c.mac(broken, 'system', 'a'),
+    c.mac(good, 'system', 'x'),
+    c.mac(broken, 'system', 'b'),
+    c.mac(broken, 'system', 'c'),
+    c.mac(good, 'system', 1 as unknown as string),
+    c.mac(good, 'system', 'y'),
+  ]);
+  const codes = outcomes.map((o) => (o.status === 'rejected' ? (o.reason as { code?: string }).code : 'ok'));
+  t.same(codes, ['UNWRAP_FAILED', 'ok', 'UNWRAP_FAILED', 'UNWRAP_FAILED', 'BAD_TASK', 'ok']);
+  t.same(
+    [outcomes[1], outcomes[5]].map((o) => (o as PromiseFulfilledResult<Buffer>).value),
+    right,
+  );
+  t.same(await c.mac(good, 'system', 'x'), right[0], 'the key\'s next batch is sent as usual');
+});
