@@ -276,7 +276,7 @@ async function runBackend(backend: Backend): Promise<{ code: number; figures: Fi
     console.log(
       `p99 ratio (b)/(c) = ${p99Ratio === null ? `n/a (ceiling p99 < 1 ms: ${b.latencyMs.p99} ms vs ${c.latencyMs.p99} ms)` : p99Ratio.toFixed(2)}`,
     );
-    console.log(`ESO cycles/s (a) = ${a.cyclesPerSec!.toFixed(0)}`);
+    console.log(`ESO cycles/s (a) = ${a.cyclesPerSec!.toFixed(0)}; main thread ${(3 * a.mainThread.busyMicrosPerRequest).toFixed(0)} µs per cycle`);
 
     process.stdout.write(`\n(b½) raw list at half of (b)'s throughput, ${SECONDS} s ... `);
     const half = await halfLoad(`${service.url}${RAW_PATH}`, `${ceiling.url}${RAW_PATH}`, authorization, bodyText, b.reqPerSec, SECONDS, CONNECTIONS, WARMUP_SECONDS);
