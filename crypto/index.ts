@@ -316,7 +316,7 @@ class PooledCrypto implements Crypto {
   #stopping: Promise<void> | undefined;
   readonly rootKeyVersion: number;
   readonly rootKeyProvider: ProviderKind;
-  /** mac()'s batches, by key (AAD and wrapped bytes). */
+  /** mac()'s batches with a task out, by key (AAD and wrapped bytes). */
   readonly #macBatches = new Map<string, MacBatch>();
 
   constructor(
@@ -506,18 +506,18 @@ class PooledCrypto implements Crypto {
       return this.macMany(wrappedKey, keyAad, [message]).then((macs) => macs[0]!);
     }
     const id = `${keyAad}\0${wrappedKey.toString('base64')}`;
-    let batch = this.#macBatches.get(id);
-    if (batch === undefined) this.#macBatches.set(id, (batch = { wrappedKey, keyAad, sending: false, waiting: [] }));
-    const queued = batch;
+    const batch = this.#macBatches.get(id) ?? { wrappedKey, keyAad, sending: false, waiting: [] };
     return new Promise<Buffer>((resolve, reject) => {
-      queued.waiting.push({ message, resolve, reject });
-      if (!queued.sending) this.#sendMacs(id, queued);
+      batch.waiting.push({ message, resolve, reject });
+      if (!batch.sending) this.#sendMacs(id, batch);
     });
   }
 
+  /** Sends what waits under the key; held in #macBatches while a task is out, so later calls join the next one. */
   #sendMacs(id: string, batch: MacBatch): void {
     const taken = batch.waiting.splice(0, MAX_MACS_PER_TASK);
     batch.sending = true;
+    this.#macBatches.set(id, batch);
     this.macMany(batch.wrappedKey, batch.keyAad, taken.map((w) => w.message))
       .then(
         (macs) => taken.forEach((w, n) => w.resolve(macs[n]!)),
