@@ -64,7 +64,7 @@ interface ScenarioReport {
    * it was busy, and its busy time per request. The cost of a request on the thread that
    * bounds the service, less moved than throughput by what else the machine runs.
    */
-  mainThread: { utilization: number; busyMicrosPerRequest: number };
+  mainThread: { utilization: number; busyMicrosPerRequest: number; busyMicrosPerCycle?: number };
   non2xx: number;
   errors: number;
   timeouts: number;
@@ -115,7 +115,12 @@ async function scenario(id: string, name: string, opts: Options, requestsPerCycl
   const r = await profiled(`${id}`, () => autocannon({ ...base, duration: SECONDS }));
   const loop = performance.eventLoopUtilization(loopBefore);
   const reqPerSec = r.requests.total / r.duration;
-  const mainThread = { utilization: loop.utilization, busyMicrosPerRequest: (1000 * loop.active) / Math.max(1, r.requests.total) };
+  const busyMicrosPerRequest = (1000 * loop.active) / Math.max(1, r.requests.total);
+  const mainThread = {
+    utilization: loop.utilization,
+    busyMicrosPerRequest,
+    ...(requestsPerCycle > 1 ? { busyMicrosPerCycle: busyMicrosPerRequest * requestsPerCycle } : {}),
+  };
   console.log(
     `${Math.round(reqPerSec)} req/s; main thread ${(100 * mainThread.utilization).toFixed(0)}% busy, ` +
       `${mainThread.busyMicrosPerRequest.toFixed(0)} µs per request`,
@@ -240,7 +245,7 @@ async function runBackend(backend: Backend): Promise<{ code: number; figures: Fi
     if (!PARTS.includes('http')) {
       const a = reports[0]!;
       console.log(
-        `ESO cycles/s (a) = ${a.cyclesPerSec!.toFixed(0)}; main thread ${(3 * a.mainThread.busyMicrosPerRequest).toFixed(0)} µs per cycle; ` +
+        `ESO cycles/s (a) = ${a.cyclesPerSec!.toFixed(0)}; main thread ${a.mainThread.busyMicrosPerCycle!.toFixed(0)} µs per cycle; ` +
           `non-2xx ${a.non2xx}, errors ${a.errors}`,
       );
       return {
@@ -276,7 +281,7 @@ async function runBackend(backend: Backend): Promise<{ code: number; figures: Fi
     console.log(
       `p99 ratio (b)/(c) = ${p99Ratio === null ? `n/a (ceiling p99 < 1 ms: ${b.latencyMs.p99} ms vs ${c.latencyMs.p99} ms)` : p99Ratio.toFixed(2)}`,
     );
-    console.log(`ESO cycles/s (a) = ${a.cyclesPerSec!.toFixed(0)}; main thread ${(3 * a.mainThread.busyMicrosPerRequest).toFixed(0)} µs per cycle`);
+    console.log(`ESO cycles/s (a) = ${a.cyclesPerSec!.toFixed(0)}; main thread ${a.mainThread.busyMicrosPerCycle!.toFixed(0)} µs per cycle`);
 
     process.stdout.write(`\n(b½) raw list at half of (b)'s throughput, ${SECONDS} s ... `);
     const half = await halfLoad(`${service.url}${RAW_PATH}`, `${ceiling.url}${RAW_PATH}`, authorization, bodyText, b.reqPerSec, SECONDS, CONNECTIONS, WARMUP_SECONDS);

@@ -299,7 +299,6 @@ export function poolOptions(threads: number) {
 interface MacBatch {
   wrappedKey: Buffer;
   keyAad: string;
-  sending: boolean;
   waiting: Array<{ message: string; resolve: (mac: Buffer) => void; reject: (err: unknown) => void }>;
 }
 
@@ -506,17 +505,16 @@ class PooledCrypto implements Crypto {
       return this.macMany(wrappedKey, keyAad, [message]).then((macs) => macs[0]!);
     }
     const id = `${keyAad}\0${wrappedKey.toString('base64')}`;
-    const batch = this.#macBatches.get(id) ?? { wrappedKey, keyAad, sending: false, waiting: [] };
+    const out = this.#macBatches.get(id);
     return new Promise<Buffer>((resolve, reject) => {
-      batch.waiting.push({ message, resolve, reject });
-      if (!batch.sending) this.#sendMacs(id, batch);
+      if (out) out.waiting.push({ message, resolve, reject });
+      else this.#sendMacs(id, { wrappedKey, keyAad, waiting: [{ message, resolve, reject }] });
     });
   }
 
   /** Sends what waits under the key; held in #macBatches while a task is out, so later calls join the next one. */
   #sendMacs(id: string, batch: MacBatch): void {
     const taken = batch.waiting.splice(0, MAX_MACS_PER_TASK);
-    batch.sending = true;
     this.#macBatches.set(id, batch);
     this.macMany(batch.wrappedKey, batch.keyAad, taken.map((w) => w.message))
       .then(
@@ -524,7 +522,6 @@ class PooledCrypto implements Crypto {
         (err: unknown) => taken.forEach((w) => w.reject(err)),
       )
       .finally(() => {
-        batch.sending = false;
         if (batch.waiting.length > 0) this.#sendMacs(id, batch);
         else this.#macBatches.delete(id);
       });
