@@ -709,21 +709,27 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
   function route(method: Method, pattern: string, handler: Handler): void {
     const names = paramNames(pattern);
     const namesOrNull = names.length > 0 ? names : null;
-    app[UWS_METHOD[method]](pattern, (res: UwsResponse, req: UwsRequest) => {
+    const onRequest = (res: UwsResponse, req: UwsRequest) => {
       const ex = begin(res, req, method, namesOrNull);
       if (ex === undefined) return;
       if (ex.bodyLength > 0) readBody(ex, handler);
       else dispatch(ex, handler);
-    });
+    };
     // Every GET route answers HEAD too: the handler runs as for GET (it sees method
     // GET) and only the body is left out, so status and headers are the GET's.
-    if (method === 'GET') {
-      app.head(pattern, (res: UwsResponse, req: UwsRequest) => {
-        const ex = begin(res, req, 'GET', namesOrNull, true);
-        if (ex === undefined) return;
-        if (ex.bodyLength > 0) readBody(ex, handler);
-        else dispatch(ex, handler);
-      });
+    const onHead = (res: UwsResponse, req: UwsRequest) => {
+      const ex = begin(res, req, 'GET', namesOrNull, true);
+      if (ex === undefined) return;
+      if (ex.bodyLength > 0) readBody(ex, handler);
+      else dispatch(ex, handler);
+    };
+    // Infisical's server ignores one trailing slash (`infisical proxy` logs in at
+    // `…/login/`), so each pattern is also declared with one. uWS matches an empty last
+    // segment to no `:param`, and static segments before parameters, so `/raw/` never
+    // reaches `/raw/:secretName` with an empty name.
+    for (const p of pattern === '/' ? [pattern] : [pattern, `${pattern}/`]) {
+      app[UWS_METHOD[method]](p, onRequest);
+      if (method === 'GET') app.head(p, onHead);
     }
   }
 

@@ -418,3 +418,19 @@ t.test('close(true) also drops open keep-alive connections', async (t) => {
   t.match(data, /^HTTP\/1\.1 200 OK/);
   server.close(true);
 });
+
+t.test('one trailing slash routes as without it (Infisical ignores it); the route is the template', async (t) => {
+  const f = await startFixture(t);
+  const ok = await fetch(`${f.url}/ok/`);
+  t.equal(ok.status, 200);
+  t.same(await ok.json(), { ok: true });
+  const params = await fetch(`${f.url}/params/x/y/`);
+  t.same(await params.json(), { params: { a: 'x', b: 'y' } }, 'parameters keep their values, the slash is not part of the last one');
+  const put = await fetch(`${f.url}/params/x/`, { method: 'PUT', body: '{}', headers: { 'content-type': 'application/json' } });
+  t.equal(put.status, 201);
+  t.same(await put.json(), { params: { a: 'x' } });
+  const head = await fetch(`${f.url}/ok/`, { method: 'HEAD' });
+  t.equal(head.status, 200, 'HEAD of a GET route with a slash');
+  t.equal((await fetch(`${f.url}/ok//`)).status, 404, 'two slashes are another path');
+  t.equal((await fetch(`${f.url}/params/x/`)).status, 404, 'an empty last segment is not a parameter');
+});
