@@ -15,6 +15,7 @@ import { topics, type FolderSnapshot } from './caches.js';
 import { normaliseSecretPath } from './paths.js';
 import type { AuditEntry, Change, Origin, WritePipeline } from './pipeline.js';
 import { expandReferences, targetId, type ReferenceTarget } from './references.js';
+import { answerTags, noneMatch, type AnswerDeps } from './answerTags.js';
 import { currentRow, versionRow, openSealed, packedItems, renderSealed, renderSealedParts, sealMany, sealVersion, sealedItems, secretAad, valuesAndComments, type RenderedSealed } from './sealed.js';
 import { folderNotFound, type FolderSnapshots } from './snapshots.js';
 import { tagRef, tagsForWrite, type TagRef } from './tags.js';
@@ -49,6 +50,8 @@ export interface ReadQuery {
   viewSecretValue?: boolean;
   /** Single reads: a key absent from the folder is looked up in its imports (the last import holding it wins). */
   includeImports?: boolean;
+  /** Records what the answer is built from, for its entity tag (answerTags.ts). */
+  deps?: AnswerDeps;
 }
 
 /** A folder's imports, in position order (secretImports.ts, cached). */
@@ -267,6 +270,7 @@ function withTagRows(v: SecretView, tags: readonly TagRow[]): SecretView {
 
 export function secretsDomain(deps: SecretsDeps) {
   const { store, crypto, access, snapshots, changes } = deps;
+  const entityTags = answerTags({ snapshots, imports: deps.imports, tags: deps.tags });
   // Concurrent reads of the same folder version share one decryption task.
   const opening = new Map<FolderSnapshot, Promise<string[]>>();
   // Rendered lists: the template of each folder version (a snapshot is never changed:
@@ -391,7 +395,8 @@ export function secretsDomain(deps: SecretsDeps) {
    * path) stays unexpanded, as in Infisical; any other failure (database, cache, crypto)
    * fails the request: an unexpanded reference must never stand in for a fault.
    */
-  async function resolveTargets(project: ProjectRecord, scope: ProjectAccess, targets: ReferenceTarget[]): Promise<Map<string, string>> {
+  async function resolveTargets(project: ProjectRecord, scope: ProjectAccess, targets: ReferenceTarget[], d?: AnswerDeps): Promise<Map<string, string>> {
+    d?.environments(project);
     const found: { target: ReferenceTarget; row: SecretCipherRow; env: EnvironmentRow }[] = [];
     for (const t of targets) {
       let path: string;
@@ -410,9 +415,13 @@ export function secretsDomain(deps: SecretsDeps) {
       try {
         snap = await snapshots.get(env, path, false);
       } catch (err) {
-        if (err instanceof AppError && (err.code === 'SECRET_PATH_NOT_FOUND' || err.code === 'VALIDATION')) continue;
+        if (err instanceof AppError && (err.code === 'SECRET_PATH_NOT_FOUND' || err.code === 'VALIDATION')) {
+          if (err.code === 'SECRET_PATH_NOT_FOUND') d?.folder(env, path, false, null);
+          continue;
+        }
         throw err;
       }
+      d?.folder(env, path, false, snap);
       const row = snap.rows.find((r) => r.key === t.key);
       if (row) found.push({ target: t, row, env });
     }
@@ -430,7 +439,7 @@ export function secretsDomain(deps: SecretsDeps) {
    * holds (they are not opened again); everything else referenced is opened by
    * resolveTargets, one task per round.
    */
-  async function expand(project: ProjectRecord, scope: ProjectAccess, all: SecretView[], opened: SecretView[]) {
+  async function expand(project: ProjectRecord, scope: ProjectAccess, all: SecretView[], opened: SecretView[], d?: AnswerDeps) {
     // A hidden value is not expanded (and does not stand for its secret's value).
     const views = all.filter((v) => !v.valueHidden);
     if (!views.some((v) => v.value.includes('${'))) return;
@@ -439,7 +448,7 @@ export function secretsDomain(deps: SecretsDeps) {
     const expanded = await expandReferences(
       views.map((v) => ({ value: v.value, environment: v.environment, path: v.path })),
       known,
-      (targets) => resolveTargets(project, scope, targets),
+      (targets) => resolveTargets(project, scope, targets, d),
     );
     views.forEach((v, i) => (v.value = expanded[i]!));
   }
@@ -469,7 +478,7 @@ export function secretsDomain(deps: SecretsDeps) {
       const o = opened.get(r.id)!;
       return secretView(project, env, r, pathOf.get(r.folderId)!, o.value, o.comment);
     });
-    if (q.viewSecretValue !== false && q.expandSecretReferences) await expand(project, scope, views, views);
+    if (q.viewSecretValue !== false && q.expandSecretReferences) await expand(project, scope, views, views, q.deps);
     return views;
   }
 
@@ -480,8 +489,15 @@ export function secretsDomain(deps: SecretsDeps) {
    * An import whose source the grant may not read, or that no longer exists (a folder
    * renamed or deleted), is left out.
    */
-  async function gatherImports(scope: ProjectAccess, project: ProjectRecord, env: EnvironmentRow, path: string, folderId: string) {
+  async function gatherImports(scope: ProjectAccess, project: ProjectRecord, env: EnvironmentRow, path: string, folderId: string, d?: AnswerDeps) {
     if (!deps.imports) return [];
+    const importSource = deps.imports;
+    d?.environments(project);
+    const importsOf = async (e: EnvironmentRow, id: string) => {
+      const rows = await importSource.ofFolder(e, id);
+      d?.importList(e, id, rows);
+      return rows;
+    };
     const seen = new Set<string>([`${env.id}\u0000${path}`]);
     /** The readable, existing sources among `imports`, each once. */
     const sources = async (imports: readonly SecretImportRow[]) => {
@@ -495,21 +511,25 @@ export function secretsDomain(deps: SecretsDeps) {
         try {
           snap = await snapshots.get(srcEnv, imp.importPath, false);
         } catch (err) {
-          if (err instanceof AppError && err.code === 'SECRET_PATH_NOT_FOUND') continue;
+          if (err instanceof AppError && err.code === 'SECRET_PATH_NOT_FOUND') {
+            d?.folder(srcEnv, imp.importPath, false, null);
+            continue;
+          }
           throw err;
         }
+        d?.folder(srcEnv, imp.importPath, false, snap);
         out.push({ env: srcEnv, path: imp.importPath, folderId: snap.folders[0]!.id, rows: snap.rows, tagIds: snap.tagIds });
       }
       return out;
     };
-    const top = await sources(await deps.imports.ofFolder(env, folderId));
+    const top = await sources(await importsOf(env, folderId));
     const groups: { secretPath: string; environment: EnvironmentRow; folderId: string; rows: ImportedRow[] }[] = [];
     for (const t of top) {
       const rows: ImportedRow[] = t.rows.map((row) => ({ row, env: t.env, path: t.path, tagIds: t.tagIds?.get(row.id) }));
       let frontier = [t];
       for (let depth = 1; depth < MAX_IMPORT_DEPTH && frontier.length > 0; depth++) {
         const next = [];
-        for (const f of frontier) next.push(...(await sources(await deps.imports.ofFolder(f.env, f.folderId))));
+        for (const f of frontier) next.push(...(await sources(await importsOf(f.env, f.folderId))));
         for (const n of next) rows.push(...n.rows.map((row) => ({ row, env: n.env, path: n.path, tagIds: n.tagIds?.get(row.id) })));
         frontier = next;
       }
@@ -521,9 +541,11 @@ export function secretsDomain(deps: SecretsDeps) {
   }
 
   /** Sets the tags of `views` from their tag ids (a tag deleted meanwhile is left out). */
-  async function attachTags(project: ProjectRecord, views: SecretView[], idsOf: (v: SecretView, i: number) => readonly string[] | undefined) {
+  async function attachTags(project: ProjectRecord, views: SecretView[], idsOf: (v: SecretView, i: number) => readonly string[] | undefined, d?: AnswerDeps) {
     if (!deps.tags || !views.some((v, i) => (idsOf(v, i)?.length ?? 0) > 0)) return;
-    const byId = new Map((await deps.tags.of(project)).map((t) => [t.id, t]));
+    const tags = await deps.tags.of(project);
+    d?.tagsShown(tags);
+    const byId = new Map(tags.map((t) => [t.id, t]));
     views.forEach((v, i) => {
       const ids = idsOf(v, i);
       if (ids?.length) v.tags = ids.flatMap((id) => (byId.has(id) ? [tagRef(byId.get(id)!)] : [])).sort((a, b) => a.slug.localeCompare(b.slug));
@@ -540,6 +562,30 @@ export function secretsDomain(deps: SecretsDeps) {
   }
 
   return {
+    /** The entity tag of an answer to `request` (route, its parameters and query text) built with `d` recording. */
+    entityTag(request: string, d: AnswerDeps): string {
+      if (d.rules === undefined) throw new Error('an answer recorded no rules');
+      return entityTags.tagOf(d.rules, request, d);
+    },
+
+    /**
+     * Is `ifNoneMatch` still the tag of the last answer to `request` this replica built for
+     * the caller's rules? The caller is authorised as for the read itself (404 / 403 first);
+     * then only cached folder versions, import lists and tags are looked at: nothing is
+     * opened. False when this replica built no such answer: the read then tells.
+     */
+    notModified(actor: Actor, q: Pick<ReadQuery, 'project' | 'environment' | 'secretPath'>, request: string, ifNoneMatch: string): boolean | Promise<boolean> {
+      const check = (a: { project: ProjectRecord; access: ProjectAccess }) => {
+        const env = access.environment(a.project, q.environment);
+        requireSecrets(a.access, 'describe', env.slug, normaliseSecretPath(q.secretPath));
+        const tag = entityTags.rememberedTag(a.project, a.access.rules, request);
+        if (tag === undefined) return false;
+        return tag instanceof Promise ? tag.then((t) => noneMatch(ifNoneMatch, t)) : noneMatch(ifNoneMatch, tag);
+      };
+      const authorized = access.authorize(actor, q.project, 'secrets:read');
+      return authorized instanceof Promise ? authorized.then(check) : check(authorized);
+    },
+
     async list(actor: Actor, q: ReadQuery & { recursive?: boolean }): Promise<SecretView[]> {
       const { project, access: scope } = await access.authorize(actor, q.project, 'secrets:read');
       const env = access.environment(project, q.environment);
@@ -547,23 +593,24 @@ export function secretsDomain(deps: SecretsDeps) {
       // Before the look-up: a folder outside the caller's scope answers the same whether or not it exists.
       requireSecrets(scope, 'describe', env.slug, path);
       const snap = await snapshots.get(env, path, q.recursive ?? false);
+      q.deps?.answeredFor(scope.rules).folder(env, path, q.recursive ?? false, snap);
       const pathOf = new Map(snap.folders.map((f) => [f.id, f.path]));
       if (!unrestrictedFor(scope, 'describe', 'readValue')) {
         const scoped = await scopedList(project, scope, env, snap, pathOf, q);
-        await attachTags(project, scoped, (v) => snap.tagIds?.get(v.id));
+        await attachTags(project, scoped, (v) => snap.tagIds?.get(v.id), q.deps);
         return scoped;
       }
       if (q.viewSecretValue === false) {
         // Nothing is decrypted that the response does not contain; comments are not secret values.
         const { comments } = await open(project, env, snap.rows, false);
         const hidden = snap.rows.map((r, i) => secretView(project, env, r, pathOf.get(r.folderId)!, null, comments[i]!));
-        await attachTags(project, hidden, (v) => snap.tagIds?.get(v.id));
+        await attachTags(project, hidden, (v) => snap.tagIds?.get(v.id), q.deps);
         return hidden;
       }
       const { values, comments } = valuesAndComments(snap.rows, await openSnapshot(project, env, snap));
       const views = snap.rows.map((r, i) => secretView(project, env, r, pathOf.get(r.folderId)!, values[i]!, comments[i]!));
-      if (q.expandSecretReferences) await expand(project, scope, views, views);
-      await attachTags(project, views, (v) => snap.tagIds?.get(v.id));
+      if (q.expandSecretReferences) await expand(project, scope, views, views, q.deps);
+      await attachTags(project, views, (v) => snap.tagIds?.get(v.id), q.deps);
       return views;
     },
 
@@ -573,7 +620,7 @@ export function secretsDomain(deps: SecretsDeps) {
      * kept in the worker's cache under this folder version. Undefined when the answer needs
      * the values themselves (hidden values, or references to expand): use list().
      */
-    async listRendered(actor: Actor, q: ReadQuery & { recursive?: boolean }, shaper: ListShaper): Promise<Buffer | undefined> {
+    async listRendered(actor: Actor, q: ReadQuery & { recursive?: boolean }, shaper: ListShaper, answerDeps: AnswerDeps | undefined = q.deps): Promise<Buffer | undefined> {
       if (q.viewSecretValue === false || crypto.render === undefined || crypto.rendered === undefined) return undefined;
       const renderer = crypto as Pick<Crypto, 'render' | 'rendered'>;
       // Held project and role: a value (the hot path).
@@ -606,7 +653,9 @@ export function secretsDomain(deps: SecretsDeps) {
         rendering.set(early.key, early.result);
         const forget = () => rendering.delete(early.key);
         early.result.then(forget, forget);
-        return (await early.result).bytes;
+        const bytes = (await early.result).bytes;
+        answerDeps?.answeredFor(scope.rules).folder(env, path, recursive, snap);
+        return bytes;
       }
       if (!isRenderable(snap)) return undefined;
       const first = snap.rows[0];
@@ -626,6 +675,7 @@ export function secretsDomain(deps: SecretsDeps) {
         p.then(forget, forget);
       }
       const r = await p;
+      answerDeps?.answeredFor(scope.rules).folder(env, path, recursive, snap);
       return r.bytes;
     },
 
@@ -635,6 +685,7 @@ export function secretsDomain(deps: SecretsDeps) {
       const herePath = normaliseSecretPath(q.secretPath);
       requireSecrets(scope, q.viewSecretValue === false ? 'describe' : 'readValue', here.slug, herePath);
       const snap = await snapshots.get(here, herePath, false);
+      q.deps?.answeredFor(scope.rules).folder(here, herePath, false, snap);
       // Personal overrides are not supported: there is never a personal secret to return.
       if (q.type === 'personal') throw secretNotFound(q.secretName);
       let found: ImportedRow | undefined;
@@ -642,7 +693,7 @@ export function secretsDomain(deps: SecretsDeps) {
       if (local) found = { row: local, env: here, path: herePath, tagIds: snap.tagIds?.get(local.id) };
       else if (q.includeImports) {
         // As Infisical: the last import holding the key wins (only imports the caller may read).
-        const groups = await gatherImports(scope, project, here, herePath, snap.folders[0]!.id);
+        const groups = await gatherImports(scope, project, here, herePath, snap.folders[0]!.id, q.deps);
         for (let i = groups.length - 1; i >= 0 && !found; i--) found = groups[i]!.rows.find((r) => r.row.key === q.secretName);
       }
       if (!found) throw secretNotFound(q.secretName);
@@ -666,9 +717,9 @@ export function secretsDomain(deps: SecretsDeps) {
         // the rest of the folder. The row itself is known already, unless an older
         // version was asked for (a reference to its key means the current one). An
         // imported secret's references are relative to the folder it lives in.
-        await expand(project, scope, [v], isCurrent ? [v] : []);
+        await expand(project, scope, [v], isCurrent ? [v] : [], q.deps);
       }
-      await attachTags(project, [v], () => tagIds);
+      await attachTags(project, [v], () => tagIds, q.deps);
       return v;
     },
 
@@ -683,7 +734,8 @@ export function secretsDomain(deps: SecretsDeps) {
       const path = normaliseSecretPath(q.secretPath);
       requireSecrets(scope, 'describe', env.slug, path);
       const snap = await snapshots.get(env, path, false);
-      const groups = await gatherImports(scope, project, env, path, snap.folders[0]!.id);
+      q.deps?.answeredFor(scope.rules).folder(env, path, false, snap);
+      const groups = await gatherImports(scope, project, env, path, snap.folders[0]!.id, q.deps);
       const all = groups.flatMap((g) => g.rows);
       if (all.length === 0) return groups.map((g) => ({ secretPath: g.secretPath, environment: g.environment.slug, folderId: g.folderId, secrets: [] }));
       const reveal = q.viewSecretValue !== false;
@@ -694,8 +746,8 @@ export function secretsDomain(deps: SecretsDeps) {
         reveal,
       );
       const views = all.map((r, i) => secretView(project, r.env, r.row, r.path, reveal ? values[i]! : null, comments[i]!));
-      if (reveal && q.expandSecretReferences) await expand(project, scope, views, views);
-      await attachTags(project, views, (_v, n) => all[n]!.tagIds);
+      if (reveal && q.expandSecretReferences) await expand(project, scope, views, views, q.deps);
+      await attachTags(project, views, (_v, n) => all[n]!.tagIds, q.deps);
       let i = 0;
       return groups.map((g) => ({
         secretPath: g.secretPath,

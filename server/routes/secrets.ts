@@ -4,9 +4,11 @@
 import { z } from 'zod';
 import type { ProjectRef } from '../domain/access.js';
 import type { Origin } from '../domain/pipeline.js';
+import { AnswerDeps, noneMatch } from '../domain/answerTags.js';
 import { MAX_BATCH, type SecretView } from '../domain/secrets.js';
 import { AppError } from '../errors.js';
 import type { Services } from '../services.js';
+import type { HttpReply, HttpRequest } from '../http/types.js';
 import type { Api } from './api.js';
 import { boolish, boundedName, queryBool, queryInt, ref } from './input.js';
 import { importedFolderSchema, importedRaw, oneSecret, rawListText, secretRaw, secretSchema } from './shape.js';
@@ -33,6 +35,8 @@ const readScope = {
 
 const listQuery = z.object({
   ...readScope,
+  /** The spelling the CLI, the Agent and the SDKs send (on v4, and on v3 by the Java SDK). */
+  includeImports: queryBool.optional(),
   recursive: queryBool.optional(),
   /** Infisical's tag filter (comma-separated slugs): keeps the secrets carrying one of them (an unknown slug matches none, as in Infisical). */
   tagSlugs: z.string().max(4096).optional(),
@@ -129,6 +133,27 @@ function includeImports(q: { include_imports?: boolean; includeImports?: boolean
   return q.include_imports ?? q.includeImports;
 }
 
+/**
+ * What a read does when the query leaves a flag out. v3: neither imports nor expansion
+ * (Infisical's v3). v4: both (the CLI sends them "always explicitly, since v4 defaults
+ * these to true", Infisical/cli packages/api/api.go CallGetSecretsV4; the operator's
+ * v1beta1 InfisicalStaticSecret sends neither and relies on it, internal/api/secrets_v4.go).
+ */
+export interface ReadDefaults {
+  includeImports: boolean;
+  expandSecretReferences: boolean;
+}
+
+/** `ETag` on a 200, or the 304 (no body) when If-None-Match names the answer's tag. */
+function tagged(reply: HttpReply, tag: string, ifNoneMatch: string | undefined): HttpReply {
+  if (ifNoneMatch !== undefined && noneMatch(ifNoneMatch, tag)) return { status: 304, headers: { etag: tag } };
+  reply.headers = { ...reply.headers, etag: tag };
+  return reply;
+}
+
+/** What a read's tag covers of the request: the route, its path parameters, the query as sent. */
+const requestText = (route: string, req: HttpRequest, param = '') => `${route}\u0000${param}\u0000${req.rawQuery ?? req.query.toString()}`;
+
 /** What a create, a change or a batch item says of a secret, in the domain's names. */
 type Contents = { secretValue?: string; secretComment?: string; skipMultilineEncoding?: boolean; tagIds?: string[] };
 const contents = <B extends Contents>(b: B): { value: B['secretValue']; comment?: string; skipMultilineEncoding?: boolean; tagIds?: string[] } => ({
@@ -155,6 +180,7 @@ export function registerSecretRoutes<L extends string, O extends string, B exten
   svc: Services,
   paths: SecretPaths<L, O, B>,
   project: { read: (q: ReadScope) => ProjectRef; write: (b: WriteScope) => ProjectRef },
+  defaults: ReadDefaults = { includeImports: false, expandSecretReferences: false },
 ) {
   const where = (b: WriteScope & { environment: string; secretPath?: string }) => ({ project: project.write(b), environment: b.environment, secretPath: b.secretPath });
   /** The secret a write names: where (body) and which (path), and the request's origin. */
@@ -175,12 +201,17 @@ export function registerSecretRoutes<L extends string, O extends string, B exten
       project: project.read(q),
       environment: q.environment,
       secretPath: q.secretPath,
-      expandSecretReferences: q.expandSecretReferences,
+      expandSecretReferences: q.expandSecretReferences ?? defaults.expandSecretReferences,
       viewSecretValue: q.viewSecretValue,
     });
     // A tag filter keeps the secrets carrying one of its tags (imported ones too); a
     // slug no tag has matches none, never "every secret".
-    return Object.freeze({ read, list: Object.freeze({ ...read, recursive: q.recursive }), tags: Object.freeze(tagFilter(q.tagSlugs)) });
+    return Object.freeze({
+      read,
+      list: Object.freeze({ ...read, recursive: q.recursive }),
+      tags: Object.freeze(tagFilter(q.tagSlugs)),
+      withImports: includeImports(q) ?? defaults.includeImports,
+    });
   };
   const listArgs = (q: z.infer<typeof listQuery>) => {
     if (!Object.isFrozen(q)) return makeListArgs(q);
@@ -198,36 +229,50 @@ export function registerSecretRoutes<L extends string, O extends string, B exten
       cacheQuery: true,
       response: z.object({ secrets: z.array(secretSchema), imports: z.array(importedFolderSchema) }),
     },
-    async ({ actor, query: q }) => {
-      const { read, list, tags } = listArgs(q);
-      const imports = q.include_imports ? await svc.secrets.imports(actor, read) : [];
+    async ({ actor, query: q, req }) => {
+      const { read, list, tags, withImports } = listArgs(q);
+      const request = requestText(paths.list, req);
+      const ifNoneMatch = req.headers['if-none-match'];
+      if (ifNoneMatch !== undefined) {
+        const same = svc.secrets.notModified(actor, read, request, ifNoneMatch);
+        if (same instanceof Promise ? await same : same) return { status: 304, headers: { etag: ifNoneMatch } };
+      }
+      const deps = new AnswerDeps();
+      const imports = withImports ? await svc.secrets.imports(actor, { ...read, deps }) : [];
       if (tags.length === 0 && imports.length === 0) {
         // The hot path: the answer's bytes, rendered where the values are opened.
-        const bytes = await svc.secrets.listRendered(actor, list, rawListText);
-        if (bytes !== undefined) return { raw: true, body: bytes };
+        const bytes = await svc.secrets.listRendered(actor, list, rawListText, deps);
+        if (bytes !== undefined) return tagged({ raw: true, body: bytes }, svc.secrets.entityTag(request, deps), ifNoneMatch);
       }
-      const secrets = await svc.secrets.list(actor, list);
+      const secrets = await svc.secrets.list(actor, { ...list, deps });
       const keep = (all: SecretView[]) => (tags.length === 0 ? all : all.filter((x) => x.tags?.some((t) => tags.includes(t.slug))));
-      return { body: { secrets: keep(secrets).map(secretRaw), imports: imports.map((i) => importedRaw(i, keep)) } };
+      return tagged({ body: { secrets: keep(secrets).map(secretRaw), imports: imports.map((i) => importedRaw(i, keep)) } }, svc.secrets.entityTag(request, deps), ifNoneMatch);
     },
   );
 
   api.get(
     paths.one,
     { caller: 'any', summary: 'One secret by name (or one of its versions)', params: secretNameParam, query: getQuery, response: oneSecret },
-    async ({ actor, params, query: q }) => {
+    async ({ actor, params, query: q, req }) => {
+      const where = { project: project.read(q), environment: q.environment, secretPath: q.secretPath };
+      const request = requestText(paths.one, req, params.secretName);
+      const ifNoneMatch = req.headers['if-none-match'];
+      if (ifNoneMatch !== undefined) {
+        const same = svc.secrets.notModified(actor, where, request, ifNoneMatch);
+        if (same instanceof Promise ? await same : same) return { status: 304, headers: { etag: ifNoneMatch } };
+      }
+      const deps = new AnswerDeps();
       const secret = await svc.secrets.get(actor, {
-        project: project.read(q),
-        environment: q.environment,
-        secretPath: q.secretPath,
+        ...where,
         secretName: params.secretName,
         version: q.version,
         type: q.type,
-        expandSecretReferences: q.expandSecretReferences,
+        expandSecretReferences: q.expandSecretReferences ?? defaults.expandSecretReferences,
         viewSecretValue: q.viewSecretValue,
-        includeImports: includeImports(q),
+        includeImports: includeImports(q) ?? defaults.includeImports,
+        deps,
       });
-      return { body: { secret: secretRaw(secret) } };
+      return tagged({ body: { secret: secretRaw(secret) } }, svc.secrets.entityTag(request, deps), ifNoneMatch);
     },
   );
 

@@ -126,9 +126,9 @@ t.test('list: one frozen set of arguments per query text, handed to the domain o
   const secrets = svc.services.secrets;
   const seen: object[] = [];
   const real = secrets.listRendered.bind(secrets);
-  secrets.listRendered = (actor, q, shaper) => {
+  secrets.listRendered = (actor, q, shaper, deps) => {
     seen.push(q);
-    return real(actor, q, shaper);
+    return real(actor, q, shaper, deps);
   };
   const list = (query: string) => request(`${svc.url}/api/v3/secrets/raw?${query}`, { token });
   const other = 'workspaceSlug=homelab&environment=prod&secretPath=%2F';
