@@ -9,12 +9,14 @@ export interface FolderRow {
   name: string;
   path: string;
   version: number;
+  createdAt: Date;
+  updatedAt: Date;
 }
 
 export function foldersStore(sql: Queryable) {
   return {
     async byPath(environmentId: string, path: string): Promise<FolderRow | undefined> {
-      const [row] = await sql<FolderRow[]>`select id, environment_id, parent_id, name, path, version
+      const [row] = await sql<FolderRow[]>`select id, environment_id, parent_id, name, path, version, created_at, updated_at
         from folders where environment_id = ${environmentId} and path = ${path}`;
       return row;
     },
@@ -26,7 +28,7 @@ export function foldersStore(sql: Queryable) {
      * writing under a path that no longer exists.
      */
     async byPathForWrite(environmentId: string, path: string): Promise<FolderRow | undefined> {
-      const [row] = await sql<FolderRow[]>`select id, environment_id, parent_id, name, path, version
+      const [row] = await sql<FolderRow[]>`select id, environment_id, parent_id, name, path, version, created_at, updated_at
         from folders where environment_id = ${environmentId} and path = ${path} for key share`;
       return row;
     },
@@ -34,21 +36,28 @@ export function foldersStore(sql: Queryable) {
     /** The folder at `path` and every folder below it, parents first. */
     async subtree(environmentId: string, path: string): Promise<FolderRow[]> {
       const prefix = path === '/' ? '/' : `${path}/`;
-      return sql<FolderRow[]>`select id, environment_id, parent_id, name, path, version from folders
+      return sql<FolderRow[]>`select id, environment_id, parent_id, name, path, version, created_at, updated_at from folders
         where environment_id = ${environmentId}
           and (path = ${path} or starts_with(path, ${prefix}))
         order by path`;
     },
 
+    /** A folder by id alone, with the project it belongs to (reads that name only the folder). */
+    async byIdWithProject(id: string): Promise<(FolderRow & { projectId: string }) | undefined> {
+      const [row] = await sql<(FolderRow & { projectId: string })[]>`select f.id, f.environment_id, f.parent_id, f.name, f.path, f.version, f.created_at, f.updated_at, e.project_id
+        from folders f join environments e on e.id = f.environment_id where f.id = ${id}`;
+      return row;
+    },
+
     async byId(environmentId: string, id: string): Promise<FolderRow | undefined> {
-      const [row] = await sql<FolderRow[]>`select id, environment_id, parent_id, name, path, version
+      const [row] = await sql<FolderRow[]>`select id, environment_id, parent_id, name, path, version, created_at, updated_at
         from folders where environment_id = ${environmentId} and id = ${id}`;
       return row;
     },
 
     /** The direct sub-folders of `parentId`, by name. */
     async children(parentId: string): Promise<FolderRow[]> {
-      return sql<FolderRow[]>`select id, environment_id, parent_id, name, path, version from folders
+      return sql<FolderRow[]>`select id, environment_id, parent_id, name, path, version, created_at, updated_at from folders
         where parent_id = ${parentId} order by name`;
     },
 
@@ -84,7 +93,7 @@ export function foldersStore(sql: Queryable) {
       const path = f.parentPath === '/' ? `/${f.name}` : `${f.parentPath}/${f.name}`;
       const [row] = await sql<FolderRow[]>`insert into folders (id, environment_id, parent_id, name, path)
         values (${id}, ${f.environmentId}, ${f.parentId}, ${f.name}, ${path})
-        returning id, environment_id, parent_id, name, path, version`;
+        returning id, environment_id, parent_id, name, path, version, created_at, updated_at`;
       return row!;
     },
 
@@ -100,7 +109,7 @@ export function foldersStore(sql: Queryable) {
           path = ${r.newPath} || substr(path, ${r.oldPath.length + 1}::int),
           version = version + 1, updated_at = now()
         where environment_id = ${environmentId} and (path = ${r.oldPath} or starts_with(path, ${prefix}))
-        returning id, environment_id, parent_id, name, path, version`;
+        returning id, environment_id, parent_id, name, path, version, created_at, updated_at`;
     },
 
     /** Called in the transaction of every change to the folder's secrets. */

@@ -18,9 +18,19 @@ export interface FolderView {
   path: string;
   parentId: string | null;
   environmentId: string;
+  createdAt: Date;
+  updatedAt: Date;
 }
 
-const folderView = (f: FolderRow): FolderView => ({ id: f.id, name: f.name, path: f.path, parentId: f.parentId, environmentId: f.environmentId });
+const folderView = (f: FolderRow): FolderView => ({
+  id: f.id,
+  name: f.name,
+  path: f.path,
+  parentId: f.parentId,
+  environmentId: f.environmentId,
+  createdAt: f.createdAt,
+  updatedAt: f.updatedAt,
+});
 
 /** The longest path normaliseSecretPath accepts: a folder moved beyond it could not be named. */
 const MAX_PATH_LENGTH = 1024;
@@ -85,7 +95,7 @@ export async function folderToDescribe(
 }
 
 export interface FoldersDeps {
-  store: { folders: Pick<Store['folders'], 'byPath' | 'children' | 'subtree'> };
+  store: { folders: Pick<Store['folders'], 'byPath' | 'children' | 'subtree' | 'byIdWithProject'> };
   access: Pick<AccessControl, 'authorize' | 'environment'>;
   changes: Pick<WritePipeline, 'inProject'>;
 }
@@ -110,6 +120,27 @@ export function foldersDomain(deps: FoldersDeps) {
   }
 
   return {
+    /**
+     * A folder by its id alone (Infisical's GET /api/v2/folders/:id). A folder that does
+     * not exist, of a project the caller is not in, or outside what it may describe,
+     * answers the same 404.
+     */
+    async get(actor: Actor | SystemActor, folderId: string): Promise<FolderView & { environmentSlug: string; projectId: string }> {
+      const missing = new AppError('NOT_FOUND', `Folder with ID '${folderId.slice(0, 64)}' not found`);
+      const row = isUuid(folderId) ? await store.folders.byIdWithProject(folderId.toLowerCase()) : undefined;
+      if (!row) throw missing;
+      let authorized;
+      try {
+        authorized = await access.authorize(actor, { id: row.projectId }, 'secrets:read');
+      } catch (err) {
+        if (err instanceof AppError && (err.code === 'FORBIDDEN' || err.code === 'NOT_FOUND')) throw missing;
+        throw err;
+      }
+      const env = authorized.project.environments.find((e) => e.id === row.environmentId);
+      if (!env || !maySecrets(authorized.access, 'describe', env.slug, row.path)) throw missing;
+      return { ...folderView(row), environmentSlug: env.slug, projectId: row.projectId };
+    },
+
     /** The direct sub-folders of the folder at `path`, or with `recursive` every folder below it. */
     async list(actor: Actor | SystemActor, input: { project: ProjectRef; environment: string; path?: string; recursive?: boolean }): Promise<FolderRow[]> {
       const { scope, env, path, folder } = await folderToDescribe(access, store.folders, actor, input);

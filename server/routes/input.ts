@@ -13,7 +13,8 @@ export function queryObject(q: URLSearchParams): Record<string, string> {
   return out;
 }
 
-export const queryBool = z.enum(['true', 'false']).transform((v) => v === 'true');
+/** `true` / `false`, and Python's `True` / `False` (the Python SDK's query strings). */
+export const queryBool = z.enum(['true', 'false', 'True', 'False']).transform((v) => v === 'true' || v === 'True');
 
 /** A non-negative integer, as JSON number or (form bodies) a decimal string. */
 export const intField = (name: string) =>

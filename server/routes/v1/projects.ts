@@ -1,6 +1,9 @@
 // Projects, for the admin UI and Infisical's clients: POST/GET /api/v1/projects,
 // GET/PATCH/DELETE /api/v1/projects/:projectId, and GET /api/v1/projects/slug/:slug
-// (clients that know a slug ask for the ids there). A DELETE of what holds secrets needs
+// (clients that know a slug ask for the ids there). Infisical's older "workspace" names
+// answer from the same handlers: GET /api/v1/workspace (the MCP server's list-projects,
+// `?type=all`), GET /api/v1/workspace/:projectId (Terraform's read, the CLI), and
+// GET /api/v2/workspace/:slug (the operator's projectSlug, Terraform). A DELETE of what holds secrets needs
 // ?force=true, and ?overrideImmutable=true as well when any of them must never change.
 import { z } from 'zod';
 import type { EnvironmentRow } from '../../../storage/projects.js';
@@ -48,6 +51,25 @@ export function projectShape(p: ProjectView) {
   };
 }
 
+/** Infisical's project types: every project here is a secret manager, so any other type lists none. */
+const workspaceListQuery = z.object({ type: z.string().max(64).optional() });
+const listsSecretManagers = (type: string | undefined) => type === undefined || type === 'all' || type === 'secret-manager';
+
+/** GET /api/v1/projects/slug/:slug and GET /api/v2/workspace/:slug: the project itself, unwrapped. */
+function projectUnwrapped(project: ProjectView) {
+  return {
+    id: project.id,
+    _id: project.id,
+    name: project.name,
+    slug: project.slug,
+    orgId: project.orgId,
+    version: 3 as const,
+    environments: project.environments.map((e) => ({ id: e.id, name: e.name, slug: e.slug })),
+    createdAt: project.createdAt.toISOString(),
+    updatedAt: project.updatedAt.toISOString(),
+  };
+}
+
 export function registerProjectRoutes(api: Api, svc: Services) {
   api.post(
     '/api/v1/projects',
@@ -64,9 +86,26 @@ export function registerProjectRoutes(api: Api, svc: Services) {
   );
 
   api.get(
+    '/api/v1/workspace',
+    {
+      caller: 'any',
+      summary: "The caller's projects under Infisical's older name (`type`: `all` or `secret-manager` lists them; another project type lists none)",
+      query: workspaceListQuery,
+      response: z.object({ workspaces: z.array(projectSchema) }),
+    },
+    async ({ actor, query }) => ({ body: { workspaces: listsSecretManagers(query.type) ? (await svc.projects.list(actor)).map(projectShape) : [] } }),
+  );
+
+  api.get(
     '/api/v1/projects/:projectId',
     { caller: 'any', summary: 'One project with its environments', response: oneProject },
     async ({ actor, params }) => ({ body: { project: projectShape(await svc.projects.get(actor, { id: params.projectId })) } }),
+  );
+
+  api.get(
+    '/api/v1/workspace/:projectId',
+    { caller: 'any', summary: 'One project with its environments, under Infisical\'s older name (`{workspace}`)', response: z.object({ workspace: projectSchema }) },
+    async ({ actor, params }) => ({ body: { workspace: projectShape(await svc.projects.get(actor, { id: params.projectId })) } }),
   );
 
   api.patch(
@@ -88,21 +127,12 @@ export function registerProjectRoutes(api: Api, svc: Services) {
   api.get(
     '/api/v1/projects/slug/:slug',
     { caller: 'any', summary: 'A project by slug, with the ids clients need (Infisical shape, unwrapped)', params: slugParams, response: projectBySlug },
-    async ({ actor, params }) => {
-      const project = await svc.projects.get(actor, { slug: params.slug });
-      return {
-        body: {
-          id: project.id,
-          _id: project.id,
-          name: project.name,
-          slug: project.slug,
-          orgId: project.orgId,
-          version: 3,
-          environments: project.environments.map((e) => ({ id: e.id, name: e.name, slug: e.slug })),
-          createdAt: project.createdAt.toISOString(),
-          updatedAt: project.updatedAt.toISOString(),
-        },
-      };
-    },
+    async ({ actor, params }) => ({ body: projectUnwrapped(await svc.projects.get(actor, { slug: params.slug })) }),
+  );
+
+  api.get(
+    '/api/v2/workspace/:slug',
+    { caller: 'any', summary: 'A project by slug, unwrapped (the operator\'s projectSlug, Terraform)', params: slugParams, response: projectBySlug },
+    async ({ actor, params }) => ({ body: projectUnwrapped(await svc.projects.get(actor, { slug: params.slug })) }),
   );
 }

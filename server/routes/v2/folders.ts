@@ -8,6 +8,7 @@ import type { FolderView } from '../../domain/folders.js';
 import type { Services } from '../../services.js';
 import type { Api } from '../api.js';
 import { boolish, projectIdRef, ref } from '../input.js';
+import { isoString } from '../shape.js';
 
 const scope = {
   projectId: ref,
@@ -19,13 +20,43 @@ const scope = {
 };
 
 const name = z.string({ error: 'name is required' }).min(1).max(64);
-const createBody = z.object({ ...scope, name });
-const renameBody = z.object({ ...scope, name });
-const listQuery = z.object({ ...scope, recursive: boolish.optional() });
-const deleteInput = z.object({ ...scope, force: boolish.optional(), overrideImmutable: boolish.optional() });
+/**
+ * Infisical's folder description: the Python SDK and Terraform send one (null or "" when
+ * unset). Folders here keep no description, so only an empty one is accepted.
+ */
+const description = z
+  .string({ error: 'description must be a string' })
+  .max(0, 'folder descriptions are not supported: send an empty description or leave it out')
+  .nullish();
+const createBody = z.object({ ...scope, name, description });
+const renameBody = z.object({ ...scope, name, description });
+const listQuery = z.object({
+  ...scope,
+  recursive: boolish.optional(),
+  // A filter the Python SDK can send; refused rather than ignored.
+  lastSecretModified: z.never({ error: 'lastSecretModified is not supported: list without it' }).optional(),
+});
+const deleteInput = z.object({
+  ...scope,
+  force: boolish.optional(),
+  /** The Python SDK's name for `force`. */
+  forceDelete: boolish.optional(),
+  /** The CLI repeats the folder's name from the path (Infisical/cli packages/api/model.go DeleteFolderV1Request). */
+  folderName: z.string({ error: 'folderName must be a string' }).max(255).optional(),
+  overrideImmutable: boolish.optional(),
+});
 
-const listedSchema = z.object({ id: z.string(), name: z.string(), path: z.string(), parentId: z.string().nullable() });
-const oneFolder = z.object({ folder: listedSchema.extend({ envId: z.string() }) });
+const listedSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  path: z.string(),
+  parentId: z.string().nullable(),
+  envId: z.string(),
+  createdAt: isoString,
+  updatedAt: isoString,
+});
+const oneFolder = z.object({ folder: listedSchema });
+const folderById = z.object({ folder: listedSchema.extend({ environment: z.object({ envId: z.string(), envSlug: z.string() }), projectId: z.string() }) });
 
 type Scope = Omit<z.output<typeof createBody>, 'name'>;
 /** Where a folder request points: the project, environment and parent path. */
@@ -38,8 +69,22 @@ function folderPath(b: Scope): string | undefined {
 }
 const where = (b: Scope) => ({ project: projectIdRef(b), environment: b.environment, path: folderPath(b) });
 
-const folderShape = (f: FolderView) => ({ id: f.id, name: f.name, path: f.path, parentId: f.parentId, envId: f.environmentId });
-const listedShape = (f: { id: string; name: string; path: string; parentId: string | null }) => ({ id: f.id, name: f.name, path: f.path, parentId: f.parentId });
+const folderShape = (f: Omit<FolderView, 'environmentId'> & { environmentId: string }) => ({
+  id: f.id,
+  name: f.name,
+  path: f.path,
+  parentId: f.parentId,
+  envId: f.environmentId,
+  createdAt: f.createdAt.toISOString(),
+  updatedAt: f.updatedAt.toISOString(),
+});
+const listedShape = folderShape;
+
+/** `force` and the Python SDK's `forceDelete` say the same: both given and different is refused. */
+function forced(b: { force?: boolean; forceDelete?: boolean }): boolean | undefined {
+  if (b.force !== undefined && b.forceDelete !== undefined && b.force !== b.forceDelete) throw new AppError('VALIDATION', 'force and forceDelete disagree');
+  return b.force ?? b.forceDelete;
+}
 
 export function registerFolderRoutes(api: Api, svc: Services) {
   for (const version of ['v1', 'v2'] as const) registerAt(api, svc, `/api/${version}/folders`);
@@ -64,6 +109,15 @@ function registerAt(api: Api, svc: Services, base: string) {
   );
 
   api.get(
+    `${base}/:folderId`,
+    { caller: 'any', summary: 'One folder by id (with its environment and project)', response: folderById },
+    async ({ actor, params }) => {
+      const f = await svc.folders.get(actor, params.folderId);
+      return { body: { folder: { ...folderShape(f), environment: { envId: f.environmentId, envSlug: f.environmentSlug }, projectId: f.projectId } } };
+    },
+  );
+
+  api.get(
     base,
     { caller: 'any', summary: 'The sub-folders of `path` (with `recursive=true`, every folder below it)', query: listQuery, response: z.object({ folders: z.array(listedSchema) }) },
     async ({ actor, query }) => ({
@@ -75,10 +129,13 @@ function registerAt(api: Api, svc: Services, base: string) {
     `${base}/:folderIdOrName`,
     { caller: 'any', summary: 'Delete a folder and what it holds (force=true when it holds secrets)', body: deleteInput, bodyFrom: 'body+query', response: z.object({ folder: listedSchema }) },
     async ({ actor, params, body, origin }) => {
+      if (body.folderName !== undefined && body.folderName !== params.folderIdOrName) {
+        throw new AppError('VALIDATION', 'folderName must name the folder of the path');
+      }
       const folder = await svc.folders.remove(actor, {
         ...where(body),
         folder: params.folderIdOrName,
-        force: body.force,
+        force: forced(body),
         overrideImmutable: body.overrideImmutable,
         origin,
       });

@@ -4,7 +4,7 @@
 // force=true (and overrideImmutable=true for keys that must never change) and audits
 // every secret it removes; a folder name is one path segment and a path never climbs
 // out of the environment; bad input changes nothing.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { SYSTEM } from '../../../server/domain/access.js';
 import { request } from '../../helpers/http.js';
 import { BACKENDS, startTestService, testEnv, type TestService } from '../../helpers/service.js';
@@ -28,6 +28,20 @@ async function rows(svc: TestService) {
 }
 
 const qs = (q: Record<string, string>) => new URLSearchParams(q).toString();
+
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+/** A folder answer without its timestamps, once each folder in it is checked to carry both as ISO strings (the Python SDK's models require them). */
+function unstamped(t: Test, body: any): any {
+  const strip = (f: any) => {
+    t.match(f.createdAt, ISO, 'createdAt');
+    t.match(f.updatedAt, ISO, 'updatedAt');
+    const { createdAt: _c, updatedAt: _u, ...rest } = f;
+    return rest;
+  };
+  if (body?.folder) return { ...body, folder: strip(body.folder) };
+  if (Array.isArray(body?.folders)) return { ...body, folders: body.folders.map(strip) };
+  return strip(body);
+}
 
 for (const backend of BACKENDS) {
   t.test(`folders (${backend})`, async (t) => {
@@ -62,10 +76,10 @@ for (const backend of BACKENDS) {
       const r = await api(svc, 'POST', FOLDERS, as, { projectId: P, environment: 'dev', name: 'app', path: '/' });
       t.equal(r.status, 200, JSON.stringify(r.body));
       const app = r.body.folder;
-      t.same(r.body, { folder: { id: app.id, name: 'app', path: '/app', parentId: root.id, envId: root.environmentId } });
+      t.same(unstamped(t, r.body), { folder: { id: app.id, name: 'app', path: '/app', parentId: root.id, envId: root.environmentId } });
       t.match(app.id, UUID);
       const db = await api(svc, 'POST', FOLDERS, as, { projectId: P, environment: 'dev', name: 'db', path: '/app' });
-      t.same(db.body, { folder: { id: db.body.folder.id, name: 'db', path: '/app/db', parentId: app.id, envId: root.environmentId } });
+      t.same(unstamped(t, db.body), { folder: { id: db.body.folder.id, name: 'db', path: '/app/db', parentId: app.id, envId: root.environmentId } });
       const noPath = await api(svc, 'POST', FOLDERS, as, { workspaceId: P, environment: 'dev', name: 'cache' });
       t.equal(noPath.body.folder?.path, '/cache', 'the path defaults to /, and workspaceId names the project too');
       const older = await api(svc, 'POST', FOLDERS, as, { projectId: P, environment: 'dev', name: 'web', directory: '/app/' });
@@ -73,10 +87,10 @@ for (const backend of BACKENDS) {
 
       const top = await list({ projectId: P, environment: 'dev', path: '/' });
       t.equal(top.status, 200);
-      t.same(top.body, {
+      t.same(unstamped(t, top.body), {
         folders: [
-          { id: app.id, name: 'app', path: '/app', parentId: root.id },
-          { id: noPath.body.folder.id, name: 'cache', path: '/cache', parentId: root.id },
+          { id: app.id, name: 'app', path: '/app', parentId: root.id, envId: root.environmentId },
+          { id: noPath.body.folder.id, name: 'cache', path: '/cache', parentId: root.id, envId: root.environmentId },
         ],
       }, 'the direct sub-folders, by name, in exactly this shape');
       t.same((await list({ projectId: P, environment: 'dev' })).body, top.body, 'the path defaults to /');
@@ -93,7 +107,7 @@ for (const backend of BACKENDS) {
 
       const byName = await api(svc, 'DELETE', `${FOLDERS}/cache`, as, { projectId: P, environment: 'dev', path: '/' });
       t.equal(byName.status, 200, JSON.stringify(byName.body));
-      t.same(byName.body, { folder: { id: noPath.body.folder.id, name: 'cache', path: '/cache', parentId: root.id } });
+      t.same(unstamped(t, byName.body), { folder: { id: noPath.body.folder.id, name: 'cache', path: '/cache', parentId: root.id, envId: root.environmentId } });
       const byId = await api(svc, 'DELETE', `${FOLDERS}/${older.body.folder.id.toUpperCase()}?${qs({ projectId: P, environment: 'dev', path: '/app' })}`, as);
       t.equal(byId.status, 200, 'by id, scope in the query, ids case-insensitive');
       t.equal(byId.body.folder?.path, '/app/web');
@@ -216,7 +230,7 @@ for (const backend of BACKENDS) {
 
       const r = await api(svc, 'PATCH', `${FOLDERS}/${svcFolder.id}`, as, { projectId: P, environment: 'dev', path: '/', name: 'api' });
       t.equal(r.status, 200, JSON.stringify(r.body));
-      t.same(r.body, { folder: { id: svcFolder.id, name: 'api', path: '/api', parentId: root.id, envId: root.environmentId } }, 'the create route\'s shape');
+      t.same(unstamped(t, r.body), { folder: { id: svcFolder.id, name: 'api', path: '/api', parentId: root.id, envId: root.environmentId } }, 'the create route\'s shape');
 
       t.same(await blobs(), sealedBefore, 'no secret row rewritten: values are bound to folder ids, not paths');
       const opened = await read(reader.token, 'dev', '/api/inner/deep');
@@ -228,7 +242,9 @@ for (const backend of BACKENDS) {
         isError(t, await read(reader.token, 'dev', old), 404, 'SecretPathNotFound', `Folder with path '${old}' in environment 'dev' not found`);
         isError(t, await list({ projectId: P, environment: 'dev', path: old }, reader.token), 404, 'SecretPathNotFound');
       }
-      t.same((await list({ projectId: P, environment: 'dev', path: '/api' }, reader.token)).body, { folders: [{ id: inner.id, name: 'inner', path: '/api/inner', parentId: svcFolder.id }] });
+      t.same(unstamped(t, (await list({ projectId: P, environment: 'dev', path: '/api' }, reader.token)).body), {
+        folders: [{ id: inner.id, name: 'inner', path: '/api/inner', parentId: svcFolder.id, envId: root.environmentId }],
+      });
       t.same((await list({ projectId: P, environment: 'dev', path: '/api/inner' }, reader.token)).body.folders.map((f: any) => [f.id, f.path]), [[deep.id, '/api/inner/deep']]);
       t.same((await read(reader.token, 'dev', '/svcx')).body.secrets.map((s: any) => s.secretKey), ['LOOKALIKE'], 'a folder whose name merely starts the same stays');
       t.same((await sql`select path from folders where id = ${lookalike.id}`)[0]?.path, '/svcx');
@@ -244,7 +260,7 @@ for (const backend of BACKENDS) {
       // An older client names the folder (not its id); `directory` is the older `path`.
       const byName = await api(svc, 'PATCH', `${FOLDERS}/inner`, as, { workspaceId: P, environment: 'dev', directory: '/api/', name: 'core' });
       t.equal(byName.status, 200, JSON.stringify(byName.body));
-      t.same(byName.body.folder, { id: inner.id, name: 'core', path: '/api/core', parentId: svcFolder.id, envId: root.environmentId });
+      t.same(unstamped(t, byName.body.folder), { id: inner.id, name: 'core', path: '/api/core', parentId: svcFolder.id, envId: root.environmentId });
       t.same((await read(reader.token, 'dev', '/api/core/deep')).body.secrets.map((s: any) => s.secretValue), ['value of DEEP']);
 
       const n = (await rows(svc)).audit;
