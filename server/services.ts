@@ -17,7 +17,8 @@ import { foldersDomain, type FoldersDomain } from './domain/folders.js';
 import { identitiesDomain, type IdentitiesDomain } from './domain/identities.js';
 import { jwtAuthDomain, type JwtAuthDomain } from './domain/jwtAuth.js';
 import { keySources } from './domain/jwtKeys.js';
-import { openKeyring, type Keyring } from './domain/keyring.js';
+import { instanceRecord } from './domain/integrity.js';
+import { openKeyring, privilegeKeyOf, type Keyring } from './domain/keyring.js';
 import { machineAuth, type MachineAuth } from './domain/machineAuth.js';
 import { membershipsDomain, type MembershipsDomain } from './domain/memberships.js';
 import { rolesDomain, type RolesDomain } from './domain/roles.js';
@@ -68,7 +69,8 @@ export interface Services {
 
 export interface Readiness {
   ready: boolean;
-  checks: Record<'database' | 'migrations' | 'redis' | 'crypto' | 'shutdown', string>;
+  /** `auditTrail` is reported, not a condition of readiness: a broken trail is evidence, the service keeps serving. */
+  checks: Record<'database' | 'migrations' | 'redis' | 'crypto' | 'shutdown' | 'auditTrail', string>;
 }
 
 /** How long the readiness probe waits for the database to answer `select`. */
@@ -200,9 +202,18 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       { event: 'keys', rootKeyVersion: crypto.rootKeyVersion, cryptoThreads: crypto.poolStats().threads },
       `root key version ${crypto.rootKeyVersion} loaded into ${crypto.poolStats().threads} crypto worker(s); canary opened`,
     );
-    const store = createStore(db.sql, { auditKey: await openAuditKey(boot, crypto) });
+    // Once, on an instance written by an older version: privilege rows MACed, the legacy
+    // part of the audit trail recorded, both under the canary (server/domain/integrity.ts).
+    const record = await instanceRecord(boot, crypto, keyring, ({ record: r, privilegeRows }) =>
+      log.info(
+        { event: 'instance-upgraded', privilegeRows, legacyAuditEntries: r.legacy.entries },
+        `instance upgraded: ${privilegeRows} privilege row(s) MACed, ${r.legacy.entries} audit entries recorded as written before the chain was keyed`,
+      ),
+    );
+    const store = createStore(db.sql, { auditKey: await openAuditKey(boot, crypto, record), privilegeKey: privilegeKeyOf(crypto) });
     // Said at every start: the evidence stays in the anchor, the service keeps serving.
-    if ((await store.audit.anchor())?.trailMissing) log.error({ event: 'audit-trail-missing' }, TRAIL_MISSING_WARNING);
+    const auditTrail = (await store.audit.anchor())?.trailMissing ? 'BROKEN: the chain was started over a trail that was deleted or rewritten (see the log)' : 'ok';
+    if (auditTrail !== 'ok') log.error({ event: 'audit-trail-missing' }, TRAIL_MISSING_WARNING);
     const heads = auditHeadLog({
       store,
       log: (line, head) => log.info({ event: 'audit-head', entries: head.entries, lastId: head.lastId, mac: head.mac }, line),
@@ -271,7 +282,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
     cleanups.push(async () => clearInterval(sweeper));
     const lifecycle = { shuttingDown: false };
     async function readiness(): Promise<Readiness> {
-      const checks: Readiness['checks'] = { database: 'ok', migrations: 'ok', redis: 'not configured', crypto: 'ok', shutdown: 'ok' };
+      const checks: Readiness['checks'] = { database: 'ok', migrations: 'ok', redis: 'not configured', crypto: 'ok', shutdown: 'ok', auditTrail };
       let timer: NodeJS.Timeout | undefined;
       try {
         const rows = await Promise.race([
@@ -291,7 +302,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       if (bus.kind === 'redis') checks.redis = bus.live ? 'ok' : 'not subscribed (caches bypassed)';
       if (!crypto.alive) checks.crypto = 'worker pool stopped';
       if (lifecycle.shuttingDown) checks.shutdown = 'shutting down';
-      const ready = Object.values(checks).every((v) => v === 'ok' || v === 'not configured');
+      const ready = Object.entries(checks).every(([k, v]) => k === 'auditTrail' || v === 'ok' || v === 'not configured');
       return { ready, checks };
     }
     const secretImports = secretImportsDomain({ store, access, changes, caches });

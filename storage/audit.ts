@@ -40,6 +40,20 @@ export interface AuditKey {
    * such audit key. The anchor is then proven under it before anything is appended.
    */
   resolve?(keyId: string): Promise<AuditKey | undefined>;
+  /**
+   * The entries the instance recorded, under a key the database does not hold, as written
+   * before the chain was keyed (server/domain/keyring.ts InstanceRecord). When given, a
+   * legacy entry it does not name breaks the chain ('legacy-unrecorded'): rewriting the
+   * trail as a pre-keyed chain (plain SHA-256, no key needed) does not verify.
+   */
+  readonly legacy?: LegacyRecord;
+}
+
+/** The legacy (pre-keyed) part of the trail as recorded once: how many, the last id and its hash (hex). */
+export interface LegacyRecord {
+  entries: number;
+  lastId: number;
+  head: string;
 }
 
 /** The entry a rekey of the audit key writes: see rekeyKey. */
@@ -158,9 +172,19 @@ interface AnchorRow extends AuditHead {
  * hold (its MAC or key was edited); `recorded-head-missing` the head recorded out of
  * band is not in the chain (rolled back to an older copy); `trail-missing` the chain
  * verifies, but it was started over an instance that already held data with no trail
- * left (the whole trail, its key and its anchor had been deleted).
+ * left (the whole trail, its key and its anchor had been deleted); `legacy-unrecorded`
+ * entries claim to predate the keyed chain that the instance never recorded as such
+ * (brokenAt names the first; null when recorded ones are missing): the trail was
+ * rewritten as a pre-keyed chain.
  */
-export type AuditBreak = 'entry' | 'anchor-missing' | 'anchor-invalid' | 'head-mismatch' | 'recorded-head-missing' | 'trail-missing';
+export type AuditBreak =
+  | 'entry'
+  | 'anchor-missing'
+  | 'anchor-invalid'
+  | 'head-mismatch'
+  | 'recorded-head-missing'
+  | 'trail-missing'
+  | 'legacy-unrecorded';
 
 export type AuditVerification =
   | { ok: true; entries: number; head: AuditHead }
@@ -366,6 +390,35 @@ export function auditStore(sql: Queryable, key?: AuditKey) {
         select (select at from newest) is not null and (select keyed from trail) = 0
           and ((select last from trail) is null or (select last from trail) < (select at from newest)) as missing`;
       return r!.missing;
+    },
+
+    /**
+     * The legacy part of the trail as it stands, for the instance record made at the upgrade
+     * (server/domain/integrity.ts): with an anchor, the entries it pins as legacy; without
+     * one (a trail written before the chain was keyed), every entry.
+     */
+    async legacyPart(tx: Tx): Promise<LegacyRecord> {
+      const a = await readAnchor(tx);
+      const [n] = a
+        ? [{ n: Number(a.legacyEntries) }]
+        : await tx<{ n: number }[]>`select count(*)::int as n from audit_log`;
+      if (n!.n === 0) return { entries: 0, lastId: 0, head: GENESIS.toString('hex') };
+      const [last] = await tx<{ id: number; hash: Buffer }[]>`select id, hash from audit_log order by id offset ${n!.n - 1} limit 1`;
+      return { entries: n!.n, lastId: Number(last?.id ?? 0), head: (last?.hash ?? GENESIS).toString('hex') };
+    },
+
+    /**
+     * Whether the trail is exactly the legacy part `rec` recorded (every entry pre-keyed,
+     * as many, ending at the same id and hash): only then may a new anchor be made over a
+     * non-empty trail without reporting it (the one start that upgrades a pre-keyed trail).
+     */
+    async isRecordedLegacy(tx: Tx, rec: LegacyRecord): Promise<boolean> {
+      const [c] = await tx<{ all: number; legacy: number }[]>`select count(*)::int as all,
+        (count(*) filter (where chain = ${LEGACY}))::int as legacy from audit_log`;
+      if (c!.all !== rec.entries || c!.legacy !== c!.all) return false;
+      if (rec.entries === 0) return true;
+      const [last] = await tx<{ id: number; hash: Buffer }[]>`select id, hash from audit_log order by id desc limit 1`;
+      return Number(last!.id) === rec.lastId && last!.hash.toString('hex') === rec.head;
     },
 
     /**
@@ -637,6 +690,7 @@ async function verifyChain(
   let recordedFound = false;
   let brokenAt: number | undefined;
   let last: ChainRow | undefined;
+  let unrecordedAt: number | undefined;
   // Pulled batch by batch: postgres.js does not await a cursor callback's last, partial batch.
   for await (const rows of sql<ChainRow[]>`select ${chainColumns(sql)} from audit_log order by id`.cursor(VERIFY_BATCH)) {
     // Each MAC depends on stored values only: a batch goes to the workers at once.
@@ -651,6 +705,13 @@ async function verifyChain(
         // Legacy entries all come before the first keyed one.
         holds = !keyedSeen && r.hash.equals(legacyEntryHash(prev, r));
         legacy++;
+        // And they are the ones the instance recorded when it was upgraded, no other.
+        const rec = key.legacy;
+        if (holds && rec && (legacy > rec.entries || r.id > rec.lastId || (r.id === rec.lastId && r.hash.toString('hex') !== rec.head))) {
+          unrecordedAt = r.id;
+          brokenAt = r.id;
+          return;
+        }
       } else if (r.chain === KEYED && r.keyId === key.keyId) {
         keyedSeen = true;
         holds = sameBytes(r.hash, macOf.get(r)!);
@@ -679,7 +740,10 @@ async function verifyChain(
   }
   const broken = (at: number | null, reason: AuditBreak) => ({ ok: false as const, entries, brokenAt: at, reason, digest });
   if (brokenAt === undefined && pending !== undefined) brokenAt = pending;
+  if (unrecordedAt !== undefined) return broken(unrecordedAt, 'legacy-unrecorded');
   if (brokenAt !== undefined) return broken(brokenAt, 'entry');
+  // Fewer legacy entries than recorded: some were removed (with the anchor, re-made).
+  if (key.legacy && legacy !== key.legacy.entries) return broken(null, 'legacy-unrecorded');
   if (!anchor) return broken(null, 'anchor-missing');
   // The anchor's MAC, over the newest entry found.
   const [anchorMac] = await key.macs([headMessage(anchor, last)]);

@@ -9,6 +9,7 @@ import { keysStore } from './keys.js';
 import { loginAttemptsStore } from './loginAttempts.js';
 import { membershipsStore } from './memberships.js';
 import { organizationsStore } from './organizations.js';
+import type { PrivilegeKey } from './privilege.js';
 import { projectRolesStore } from './projectRoles.js';
 import { projectsStore } from './projects.js';
 import { secretImportsStore } from './secretImports.js';
@@ -27,10 +28,10 @@ function bind(sql: Queryable, opts: StoreOptions) {
     secretTags: secretTagsStore(sql),
     identities: identitiesStore(sql),
     jwtAuths: jwtAuthStore(sql),
-    memberships: membershipsStore(sql),
-    projectRoles: projectRolesStore(sql),
+    memberships: membershipsStore(sql, opts.privilegeKey),
+    projectRoles: projectRolesStore(sql, opts.privilegeKey),
     audit: auditStore(sql, opts.auditKey),
-    users: usersStore(sql),
+    users: usersStore(sql, opts.privilegeKey),
     loginAttempts: loginAttemptsStore(sql),
   };
 }
@@ -38,6 +39,11 @@ function bind(sql: Queryable, opts: StoreOptions) {
 export interface StoreOptions {
   /** The key the audit trail is chained with; without it, audit appends and verify refuse. */
   auditKey?: AuditKey;
+  /**
+   * MACs privilege rows (storage/privilege.ts); without it, writing a person, a membership
+   * or a role and reading a member's role refuse, and no superadmin flag holds.
+   */
+  privilegeKey?: PrivilegeKey;
 }
 
 export type Stores = ReturnType<typeof bind>;

@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type postgres from 'postgres';
 import type { Queryable } from './db.js';
+import { macHolds, macRow, membershipMessage, PrivilegeKeyError, roleMessage, type MacFields, type PrivilegeKey } from './privilege.js';
 
 export const ROLES = ['admin', 'member', 'viewer', 'no-access'] as const;
 export type Role = (typeof ROLES)[number];
@@ -43,7 +44,53 @@ export interface MembershipView extends MembershipRow {
   customRoleSlug: string | null;
 }
 
-export function membershipsStore(sql: Queryable) {
+/** A membership as roleOf reads it: with what verifies its MAC and its custom role's. */
+interface StoredRoleRecord extends MemberRoleRecord, MacFields {
+  projectId: string;
+  identityId: string | null;
+  userId: string | null;
+  roleProjectId: string | null;
+  roleMac: Buffer | null;
+  roleMacKeyId: string | null;
+  roleMacKeyWrapped: Buffer | null;
+}
+
+export function membershipsStore(sql: Queryable, privilegeKey?: PrivilegeKey) {
+  /** MACs the row as written (storage/privilege.ts); answers it. */
+  const sealed = async <R extends MembershipRow | undefined>(row: R): Promise<R> => {
+    if (row) await macRow(sql, privilegeKey, 'project_memberships', row.id, membershipMessage(row));
+    return row;
+  };
+  /**
+   * The member's role, if its row's MAC holds (and, for a custom role, the role's): a
+   * membership or a role's rules written in the database directly are not obeyed (not a member).
+   */
+  async function verifiedRole(where: postgres.Fragment): Promise<MemberRoleRecord | undefined> {
+    if (!privilegeKey) throw new PrivilegeKeyError('read project_memberships');
+    const [row] = await sql<StoredRoleRecord[]>`select m.project_id, m.identity_id, m.user_id, m.role, m.custom_role_id,
+        m.mac, m.mac_key_id, mk.wrapped as mac_key_wrapped,
+        r.slug as custom_role_slug, r.permissions, r.version as role_version, r.project_id as role_project_id,
+        r.mac as role_mac, r.mac_key_id as role_mac_key_id, rk.wrapped as role_mac_key_wrapped
+      from project_memberships m left join project_roles r on r.id = m.custom_role_id
+      left join crypto_keys mk on mk.id = m.mac_key_id and mk.purpose = 'system'
+      left join crypto_keys rk on rk.id = r.mac_key_id and rk.purpose = 'system'
+      where ${where}`;
+    if (!row) return undefined;
+    const checks = [macHolds(privilegeKey, row, membershipMessage(row))];
+    if (row.customRoleId !== null) {
+      checks.push(
+        macHolds(
+          privilegeKey,
+          { mac: row.roleMac, macKeyId: row.roleMacKeyId, macKeyWrapped: row.roleMacKeyWrapped },
+          roleMessage({ id: row.customRoleId, projectId: row.roleProjectId ?? '', version: row.roleVersion ?? 0, permissions: row.permissions }),
+        ),
+      );
+    }
+    if (!(await Promise.all(checks)).every(Boolean)) return undefined;
+    const { role, customRoleId, customRoleSlug, permissions, roleVersion } = row;
+    return { role, customRoleId, customRoleSlug, permissions, roleVersion };
+  }
+
   const column = (kind: MemberKind) => (kind === 'identity' ? sql`identity_id` : sql`user_id`);
   const views = (where: postgres.Fragment) => sql<MembershipView[]>`select m.*,
       i.name as identity_name, u.email as user_email, u.first_name as user_first_name, u.last_name as user_last_name,
@@ -72,13 +119,13 @@ export function membershipsStore(sql: Queryable) {
     async insert(projectId: string, kind: MemberKind, memberId: string, role: MembershipRole, customRoleId: string | null = null): Promise<MembershipRow> {
       const [row] = await sql<MembershipRow[]>`insert into project_memberships (id, project_id, ${column(kind)}, role, custom_role_id)
         values (${randomUUID()}, ${projectId}, ${memberId}, ${role}, ${customRoleId}) returning *`;
-      return row!;
+      return sealed(row!);
     },
 
     async updateRole(projectId: string, kind: MemberKind, memberId: string, role: MembershipRole, customRoleId: string | null = null): Promise<MembershipRow | undefined> {
       const [row] = await sql<MembershipRow[]>`update project_memberships set role = ${role}, custom_role_id = ${customRoleId}, updated_at = now()
         where project_id = ${projectId} and ${column(kind)} = ${memberId} returning *`;
-      return row;
+      return sealed(row);
     },
 
     async delete(projectId: string, kind: MemberKind, memberId: string): Promise<MembershipRow | undefined> {
@@ -87,19 +134,11 @@ export function membershipsStore(sql: Queryable) {
       return row;
     },
 
-    async roleOfIdentity(projectId: string, identityId: string): Promise<MemberRoleRecord | undefined> {
-      const [row] = await sql<MemberRoleRecord[]>`select m.role, m.custom_role_id, r.slug as custom_role_slug, r.permissions, r.version as role_version
-        from project_memberships m left join project_roles r on r.id = m.custom_role_id
-        where m.project_id = ${projectId} and m.identity_id = ${identityId}`;
-      return row;
-    },
+    /** The identity's verified role (see verifiedRole); undefined: not a member. */
+    roleOfIdentity: (projectId: string, identityId: string) => verifiedRole(sql`m.project_id = ${projectId} and m.identity_id = ${identityId}`),
 
-    async roleOfUser(projectId: string, userId: string): Promise<MemberRoleRecord | undefined> {
-      const [row] = await sql<MemberRoleRecord[]>`select m.role, m.custom_role_id, r.slug as custom_role_slug, r.permissions, r.version as role_version
-        from project_memberships m left join project_roles r on r.id = m.custom_role_id
-        where m.project_id = ${projectId} and m.user_id = ${userId}`;
-      return row;
-    },
+    /** The person's verified role (see verifiedRole); undefined: not a member. */
+    roleOfUser: (projectId: string, userId: string) => verifiedRole(sql`m.project_id = ${projectId} and m.user_id = ${userId}`),
 
     /** How many memberships hold the custom role (a role in use cannot be deleted). */
     async countWithCustomRole(roleId: string): Promise<number> {
@@ -112,7 +151,7 @@ export function membershipsStore(sql: Queryable) {
         values (${randomUUID()}, ${projectId}, ${identityId}, ${role})
         on conflict (project_id, identity_id) do update set role = excluded.role, custom_role_id = null, updated_at = now()
         returning *`;
-      return row!;
+      return sealed(row!);
     },
 
     async upsertUser(projectId: string, userId: string, role: Role): Promise<MembershipRow> {
@@ -120,7 +159,7 @@ export function membershipsStore(sql: Queryable) {
         values (${randomUUID()}, ${projectId}, ${userId}, ${role})
         on conflict (project_id, user_id) do update set role = excluded.role, custom_role_id = null, updated_at = now()
         returning *`;
-      return row!;
+      return sealed(row!);
     },
   };
 }

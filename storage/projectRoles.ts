@@ -1,6 +1,7 @@
 // Custom project roles: a slug, a name and rules (stored as validated by the domain).
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from './db.js';
+import { macRow, roleMessage, type PrivilegeKey } from './privilege.js';
 
 export interface ProjectRoleRow {
   id: string;
@@ -14,7 +15,12 @@ export interface ProjectRoleRow {
   updatedAt: Date;
 }
 
-export function projectRolesStore(sql: Queryable) {
+export function projectRolesStore(sql: Queryable, privilegeKey?: PrivilegeKey) {
+  /** MACs the row as written, version and rules included (storage/privilege.ts); answers it. */
+  const sealed = async <R extends ProjectRoleRow | undefined>(row: R): Promise<R> => {
+    if (row) await macRow(sql, privilegeKey, 'project_roles', row.id, roleMessage(row));
+    return row;
+  };
   return {
     async list(projectId: string): Promise<ProjectRoleRow[]> {
       return sql<ProjectRoleRow[]>`select * from project_roles where project_id = ${projectId} order by created_at, id`;
@@ -39,7 +45,7 @@ export function projectRolesStore(sql: Queryable) {
     async insert(r: { projectId: string; slug: string; name: string; description: string | null; permissions: unknown }): Promise<ProjectRoleRow> {
       const [row] = await sql<ProjectRoleRow[]>`insert into project_roles (id, project_id, slug, name, description, permissions)
         values (${randomUUID()}, ${r.projectId}, ${r.slug}, ${r.name}, ${r.description}, ${sql.json(r.permissions as never)}) returning *`;
-      return row!;
+      return sealed(row!);
     },
 
     /** Changes what is given and bumps the version (cached rules are compiled per version). */
@@ -56,7 +62,7 @@ export function projectRolesStore(sql: Queryable) {
           version = version + 1,
           updated_at = now()
         where project_id = ${projectId} and id = ${id} returning *`;
-      return row;
+      return sealed(row);
     },
 
     async remove(projectId: string, id: string): Promise<ProjectRoleRow | undefined> {

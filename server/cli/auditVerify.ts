@@ -67,8 +67,10 @@ export const auditVerify: Command = {
       let result: AuditVerification;
       try {
         // The canary exists, so this only reads: it proves ENCRYPTION_KEY is this database's key.
-        await openKeyring(boot, crypto);
-        const auditKey = await loadAuditKey(boot, crypto);
+        const { record } = await openKeyring(boot, crypto);
+        if (!record) throw new AuditTrailError('the instance has not been upgraded to this version yet: start the service (this version) once, then retry');
+        // Legacy entries are those the instance recorded (sealed in its canary), no others.
+        const auditKey = await loadAuditKey(boot, crypto, record.legacy);
         result = await createStore(db.sql, { auditKey }).audit.verify({ recordedHead });
       } catch (err) {
         if (err instanceof WrongEncryptionKeyError || err instanceof AuditTrailError) throw new CliError(err.message);
@@ -126,7 +128,14 @@ function describeResult(r: AuditVerification): string[] {
     case 'trail-missing':
       return [
         `audit chain BROKEN: every entry verifies (${walked}), but the chain was started while the instance already ` +
-          'held projects, identities or people and no trail: the trail before it (entries, key and anchor) was deleted.',
+          'held projects, identities or people and no trail, or over a trail it never recorded: the trail before it ' +
+          '(entries, key and anchor) was deleted or rewritten.',
+      ];
+    case 'legacy-unrecorded':
+      return [
+        `audit chain BROKEN${r.brokenAt === null ? '' : ` at entry id ${r.brokenAt}`} (${walked}): entries claim to be written ` +
+          'before the chain was keyed that this instance never recorded as such (or recorded ones are gone): the trail was ' +
+          'rewritten as a keyless chain.',
       ];
   }
 }

@@ -5,21 +5,21 @@
 import { randomUUID } from 'node:crypto';
 import type { Crypto } from '../../crypto/index.js';
 import type { Store } from '../../storage/index.js';
-import { AuditChainError, type AuditFilter, type AuditHead, type AuditKey, type AuditListRow, type AuditVerification } from '../../storage/audit.js';
+import { AuditChainError, type AuditFilter, type AuditHead, type AuditKey, type AuditListRow, type AuditVerification, type LegacyRecord } from '../../storage/audit.js';
 import { AppError } from '../errors.js';
 import { requireOrgAdmin, type AccessControl, type Actor, type SystemActor } from './access.js';
-import { dataKeyAad, WrongEncryptionKeyError } from './keyring.js';
+import { dataKeyAad, WrongEncryptionKeyError, type InstanceRecord } from './keyring.js';
 
 /** The audit trail cannot be opened for writing: the service must not start. */
 export class AuditTrailError extends Error {
   override readonly name = 'AuditTrailError';
 }
 
-const ANCHOR_MISSING =
+export const AUDIT_TRAIL_ANCHOR_MISSING =
   'the audit trail has been keyed, but its head anchor (table audit_chain_head) is missing: the database was ' +
   'tampered with or partly restored. Refusing to start (nothing could be audited). Run audit-verify, and restore ' +
   'the database from a backup whose audit head matches the one recorded out of band.';
-const ANCHOR_INVALID =
+export const AUDIT_TRAIL_ANCHOR_INVALID =
   'the audit trail\'s head anchor (table audit_chain_head) does not verify under the audit key: it was edited. ' +
   'Refusing to start (nothing could be audited). Run audit-verify, and restore the database from a backup ' +
   'whose audit head matches the one recorded out of band.';
@@ -34,6 +34,7 @@ export function auditKeyOf(
   keyId: string,
   wrapped: Buffer,
   store?: Pick<Store, 'keys'>,
+  legacy?: LegacyRecord,
 ): AuditKey {
   const versions = new Map<string, AuditKey>();
   const make = (id: string, w: Buffer): AuditKey => {
@@ -42,6 +43,7 @@ export function auditKeyOf(
       macs: (messages) => crypto.macMany(w, dataKeyAad(id), messages),
       ...(crypto.macChain ? { macChain: (chain) => crypto.macChain!(w, dataKeyAad(id), chain) } : {}),
       ...(store ? { resolve: resolveVersion } : {}),
+      ...(legacy ? { legacy } : {}),
     };
     versions.set(id, key);
     return key;
@@ -60,27 +62,34 @@ export function auditKeyOf(
  * keyed the chain) a random data key is generated, stored only wrapped beside the
  * others (so rotate-key re-wraps it), and the chain is anchored at its current end.
  * Refuses a chain whose anchor is missing or edited: appends could not extend it.
+ *
+ * `record` (the instance record, sealed in the canary) says which entries predate the
+ * keyed chain: a new anchor over any other non-empty trail, or over an instance that
+ * already holds data, is sealed as trail-missing and reported (the trail was deleted or
+ * rewritten with its anchor and key); and verify refuses legacy entries it does not name.
  */
-export async function openAuditKey(store: Store, crypto: Crypto): Promise<AuditKey> {
+export async function openAuditKey(store: Store, crypto: Crypto, record: InstanceRecord): Promise<AuditKey> {
   if (!(await store.audit.anchor())) {
     await store.transaction(async (s) => {
       // Replicas starting together: one anchors, the others wait and find the anchor.
       await s.audit.lockChain(s.tx);
       if (await s.audit.anchor()) return;
-      if (await s.keys.audit()) throw new AuditTrailError(ANCHOR_MISSING);
+      if (await s.keys.audit()) throw new AuditTrailError(AUDIT_TRAIL_ANCHOR_MISSING);
       // A first start, or a first start after the whole trail (key, anchor, entries) was
       // deleted: the latter is sealed into the new anchor, and verify reports it.
-      const trailMissing = await s.audit.trailMissing(s.tx);
+      // A new anchor over a non-empty trail is a trail someone deleted or rewrote, unless the
+      // trail is exactly the pre-keyed one the instance recorded at its upgrade.
+      const trailMissing = !(await s.audit.isRecordedLegacy(s.tx, record.legacy)) || (await s.audit.trailMissing(s.tx));
       const id = randomUUID();
       const wrapped = await crypto.generateDataKey(dataKeyAad(id));
       await s.keys.insert({ id, purpose: 'audit', rootKeyVersion: crypto.rootKeyVersion, wrapped });
       await s.audit.createAnchor(s.tx, auditKeyOf(crypto, id, wrapped), { trailMissing }).catch((err: unknown) => {
-        throw err instanceof AuditChainError ? new AuditTrailError(ANCHOR_MISSING) : err;
+        throw err instanceof AuditChainError ? new AuditTrailError(AUDIT_TRAIL_ANCHOR_MISSING) : err;
       });
     });
   }
-  const key = await loadAuditKey(store, crypto);
-  if (!(await store.audit.anchorHolds(key))) throw new AuditTrailError((await store.audit.anchor()) ? ANCHOR_INVALID : ANCHOR_MISSING);
+  const key = await loadAuditKey(store, crypto, record.legacy);
+  if (!(await store.audit.anchorHolds(key))) throw new AuditTrailError((await store.audit.anchor()) ? AUDIT_TRAIL_ANCHOR_INVALID : AUDIT_TRAIL_ANCHOR_MISSING);
   return key;
 }
 
@@ -88,6 +97,8 @@ export async function openAuditKey(store: Store, crypto: Crypto): Promise<AuditK
 export async function loadAuditKey(
   store: Pick<Store, 'keys' | 'audit'>,
   crypto: Pick<Crypto, 'macMany'> & Partial<Pick<Crypto, 'macChain'>>,
+  /** The legacy entries the instance record names (verify refuses others); see openAuditKey. */
+  legacy?: LegacyRecord,
 ): Promise<AuditKey> {
   // By purpose, not by the anchor's key_id: an edited key_id is then a failed anchor MAC.
   const row = await store.keys.audit();
@@ -98,7 +109,7 @@ export async function loadAuditKey(
         : 'the audit trail is not keyed yet: start the service (this version) once, then retry',
     );
   }
-  const key = auditKeyOf(crypto, row.id, row.wrapped, store);
+  const key = auditKeyOf(crypto, row.id, row.wrapped, store, legacy);
   try {
     await key.macs(['vault-standalone/audit-key-check']);
   } catch (err) {
@@ -131,8 +142,9 @@ export const headSummary = (h: AuditHead): AuditHeadSummary => ({
  * service keeps serving; verify, audit-verify and the admin UI report it as broken).
  */
 export const TRAIL_MISSING_WARNING =
-  'audit trail BROKEN: this instance held projects, identities or people when its audit chain was started, but no ' +
-  'trail: the trail before it (its entries, key and anchor) was deleted. The service keeps serving and auditing; ' +
+  'audit trail BROKEN: this audit chain was started anew (its key and anchor had been deleted) over a trail the ' +
+  'instance never recorded, or over an instance that already held projects, identities or people: the trail before ' +
+  'it was deleted or rewritten. The service keeps serving and auditing; ' +
   'audit-verify and the admin UI report the chain as broken. Restore the database from a backup whose audit head ' +
   'matches one recorded out of band to recover the history.';
 

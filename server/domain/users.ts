@@ -8,7 +8,7 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import type { Crypto } from '../../crypto/index.js';
 import { ReadThroughCache, type CacheBus } from '../../storage/cache.js';
 import type { Store, TxStores } from '../../storage/index.js';
-import type { SessionState } from '../../storage/users.js';
+import type { SessionState, UserRow } from '../../storage/users.js';
 import type { UserSessionTokens } from '../auth/tokens.js';
 import { AppError } from '../errors.js';
 import { isUuid, requireOrgAdmin, type Actor, type SystemActor } from './access.js';
@@ -71,7 +71,7 @@ const normaliseEmail = (raw: string) => raw.trim().toLowerCase();
 const impossibleEmail = (email: string) => CONTROL_CHARACTER.test(email) || LONE_SURROGATE.test(email);
 
 export interface UsersDeps {
-  store: { users: Pick<Store['users'], 'count' | 'byEmail' | 'byId' | 'liveSession' | 'list'>; loginAttempts: Pick<Store['loginAttempts'], 'purgeStale' | 'claim'> };
+  store: { users: Pick<Store['users'], 'count' | 'byEmail' | 'byId' | 'liveSession' | 'list' | 'credentialHolds' | 'isSuperadmin'>; loginAttempts: Pick<Store['loginAttempts'], 'purgeStale' | 'claim'> };
   crypto: Pick<Crypto, 'hashPassword' | 'verifyPassword'>;
   sessions: UserSessionTokens;
   /** Keys the login-attempt counters (an HMAC: see server/auth/tokens.ts). */
@@ -173,7 +173,7 @@ export async function usersDomain(deps: UsersDeps) {
    * with `endsSessions` every session of theirs ended (on every replica), and one audit
    * entry naming them; answers the person as they now are.
    */
-  function changeUser(grant: Grant, who: { userId: string } | { email: string }, eventType: string, endsSessions: boolean, apply: (c: Change, target: Target) => Promise<Target | undefined>) {
+  function changeUser(grant: Grant, who: { userId: string } | { email: string }, eventType: string, endsSessions: boolean, apply: (c: Change, target: Target) => Promise<UserRow | undefined>) {
     return grant.run(async (c) => {
       const target = await lockTarget(c, who);
       const row = (await apply(c, target))!;
@@ -254,6 +254,10 @@ export async function usersDomain(deps: UsersDeps) {
       const ok = await crypto.verifyPassword(user?.passwordHash ?? dummyHash, input.password);
       // A disabled person gets the same answer as a wrong password (the same work was done).
       if (!user || !ok || user.disabledAt) throw invalidLogin();
+      // A password hash (or superadmin flag) written into the database directly, not by the
+      // service, has no valid MAC (storage/privilege.ts): the same answer. Checked only once
+      // the password matched, so a wrong guess costs the same work for every address.
+      if (!(await store.users.credentialHolds(user))) throw invalidLogin();
       return changes.byCaller({ actorType: 'user', actorId: user.id }, { ip: input.ip }).run(async ({ s, audit }) => {
         await s.loginAttempts.reset(key);
         await audit({ eventType: 'login-user' });
@@ -304,7 +308,8 @@ export async function usersDomain(deps: UsersDeps) {
     async me(actor: { userId: string }): Promise<PublicUser> {
       const u = await store.users.byId(actor.userId);
       if (!u) throw new AppError('TOKEN_INVALID', 'Session ended; log in again');
-      return publicUser(u);
+      // The flag as it is obeyed: under its MAC.
+      return publicUser({ ...u, isSuperadmin: await store.users.isSuperadmin(u) });
     },
 
     async listUsers(actor: Actor | SystemActor): Promise<PublicUser[]> {

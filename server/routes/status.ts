@@ -42,7 +42,8 @@ export function registerStatusRoutes(api: Api, svc: Services) {
     async ({ req }) => {
       const { ready, checks } = await svc.readiness();
       if (ready) return { body: { status: 'ready' as const, checks } };
-      const failed = Object.entries(checks).filter(([, v]) => v !== 'ok' && v !== 'not configured').map(([k]) => k);
+      // auditTrail is reported, never a reason to be not ready (services.ts readiness).
+      const failed = Object.entries(checks).filter(([k, v]) => k !== 'auditTrail' && v !== 'ok' && v !== 'not configured').map(([k]) => k);
       return {
         status: 503,
         headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },

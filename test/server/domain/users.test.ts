@@ -16,6 +16,8 @@ import { memoryBus } from '../../../storage/cache.js';
 import { connectDatabase, type Sql } from '../../../storage/db.js';
 import { createStore } from '../../../storage/index.js';
 import { openAuditKey } from '../../../server/domain/audit.js';
+import { instanceRecord } from '../../../server/domain/integrity.js';
+import { openKeyring, privilegeKeyOf } from '../../../server/domain/keyring.js';
 import { migrate } from '../../../storage/migrate.js';
 import { freshDatabase } from '../../helpers/db.js';
 import { seedEmbeddedDataDir } from '../../helpers/embedded.js';
@@ -51,10 +53,11 @@ async function setUp(t: { teardown(fn: () => unknown): void }, backend: Backend)
     hashPassword: (password: string) => (counts.hash++, crypto.hashPassword(password)),
     verifyPassword: (hash: string, password: string) => (counts.verify++, crypto.verifyPassword(hash, password)),
   };
-  const auditKey = await openAuditKey(createStore(db.sql), crypto);
+  const boot = createStore(db.sql);
+  const auditKey = await openAuditKey(boot, crypto, await instanceRecord(boot, crypto, await openKeyring(boot, crypto)));
   const recorder = recordingSql(db.sql);
   const authSecret = randomBytes(32);
-  const store = createStore(recorder.sql, { auditKey });
+  const store = createStore(recorder.sql, { auditKey, privilegeKey: privilegeKeyOf(crypto) });
   const bus = memoryBus();
   const users = await usersDomain({
     store,

@@ -358,7 +358,9 @@ function AuditScreen(props: { project: Project }) {
                   <Icon name="alert" />{' '}
                   {(verify() as { reason?: string }).reason === 'trail-missing'
                     ? 'Chain broken: the trail before it was deleted (the instance held data when the chain began)'
-                    : (verify() as { brokenAt: number | null }).brokenAt === null
+                    : (verify() as { reason?: string }).reason === 'legacy-unrecorded'
+                      ? 'Chain broken: entries rewritten as written before the chain was keyed, which this instance never recorded'
+                      : (verify() as { brokenAt: number | null }).brokenAt === null
                       ? 'Chain broken at its head: newest entries removed or the anchor edited'
                       : `Chain broken at entry ${(verify() as { brokenAt: number }).brokenAt}`}
                 </Badge>
