@@ -14,6 +14,8 @@ import { registerExportRoutes } from './routes/v1/export.js';
 import { registerIdentityRoutes } from './routes/v1/identities.js';
 import { registerJwtAuthRoutes } from './routes/v1/jwtAuth.js';
 import { registerOidcAuthRoutes } from './routes/v1/oidcAuth.js';
+import { registerKubernetesAuthRoutes } from './routes/v1/kubernetesAuth.js';
+import { registerTokenAuthRoutes } from './routes/v1/tokenAuth.js';
 import { registerMembershipRoutes } from './routes/v1/memberships.js';
 import { registerRoleRoutes } from './routes/v1/roles.js';
 import { registerProjectRoutes } from './routes/v1/projects.js';
@@ -64,6 +66,8 @@ const ROUTE_MODULES: ReadonlyArray<(api: Api, svc: Services) => void> = [
   registerUniversalAuthRoutes,
   registerJwtAuthRoutes,
   registerOidcAuthRoutes,
+  registerKubernetesAuthRoutes,
+  registerTokenAuthRoutes,
   registerProjectRoutes,
   registerEnvironmentRoutes,
   registerMembershipRoutes,

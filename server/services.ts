@@ -19,6 +19,8 @@ import { jwtAuthDomain, type JwtAuthDomain } from './domain/jwtAuth.js';
 import { keySources } from './domain/jwtKeys.js';
 import { instanceRecord } from './domain/integrity.js';
 import { openKeyring, privilegeKeyOf, type Keyring } from './domain/keyring.js';
+import { kubernetesAuthDomain, type KubernetesAuthDomain } from './domain/kubernetesAuth.js';
+import { tokenAuthDomain, type TokenAuthDomain } from './domain/tokenAuth.js';
 import { machineAuth, type MachineAuth } from './domain/machineAuth.js';
 import { membershipsDomain, type MembershipsDomain } from './domain/memberships.js';
 import { rolesDomain, type RolesDomain } from './domain/roles.js';
@@ -54,6 +56,9 @@ export interface Services {
   identities: IdentitiesDomain;
   /** JWT and OIDC auth of machine identities. */
   jwtAuth: JwtAuthDomain;
+  /** Kubernetes Auth (TokenReview) and Token Auth of machine identities. */
+  kubernetesAuth: KubernetesAuthDomain;
+  tokenAuth: TokenAuthDomain;
   memberships: MembershipsDomain;
   roles: RolesDomain;
   audit: AuditDomain;
@@ -333,6 +338,9 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       identities: identitiesDomain({ store, keyring, changes }),
       // A key-source fetch ends well within the request deadline (a hung JWKS server is a 503, not a timeout).
       jwtAuth: jwtAuthDomain({ store, changes, machineAuth: machine, keys: keySources({ timeoutMs: Math.min(3000, Math.floor(config.requestDeadlineMs / 2)) }) }),
+      // A TokenReview ends well within the request deadline (a hung API server is a 503, not a timeout).
+      kubernetesAuth: kubernetesAuthDomain({ store, crypto, changes, machineAuth: machine, reviewTimeoutMs: Math.min(3000, Math.floor(config.requestDeadlineMs / 2)) }),
+      tokenAuth: tokenAuthDomain({ store, changes, machineAuth: machine }),
       memberships: membershipsDomain({ store, access, changes }),
       roles: rolesDomain({ store, access, changes }),
       audit: auditDomain({ store, access }),

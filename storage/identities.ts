@@ -84,16 +84,19 @@ export type ClientSecretInfo = Omit<ClientSecretRow, 'secretHash' | 'macKeyId'>;
 
 export interface IdentityListRow extends IdentityRow {
   hasUniversalAuth: boolean;
-  /** JWT / OIDC auth attached (storage/jwtAuth.ts), in name order. */
-  tokenAuthMethods: Array<'jwt-auth' | 'oidc-auth'>;
+  /** JWT / OIDC / Kubernetes / Token auth attached (storage/jwtAuth.ts, kubernetesAuth.ts, tokenAuth.ts), in name order. */
+  tokenAuthMethods: Array<Exclude<AccessTokenMethod, 'universal-auth'>>;
 }
+
+/** The methods that issue access tokens. */
+export type AccessTokenMethod = 'universal-auth' | 'jwt-auth' | 'oidc-auth' | 'kubernetes-auth' | 'token-auth';
 
 export interface AccessTokenState {
   identityId: string;
   /** '' for a token that no client secret issued (JWT and OIDC auth). */
   clientSecretId: string;
   /** The method that issued the token; it lives only while that method is attached. */
-  authMethod: 'universal-auth' | 'jwt-auth' | 'oidc-auth';
+  authMethod: AccessTokenMethod;
   /** The issuing method's current TTLs (renew extends by these). */
   accessTokenTtl: number;
   accessTokenMaxTtl: number;
@@ -114,6 +117,13 @@ const UA_COLUMNS = [
 // The same list as SQL text (sql.unsafe): the `sql(list)` helper searches the whole statement
 // before it for keywords on every call, ~3% of an ESO sync's main thread through claimLogin.
 const UA_LIST = UA_COLUMNS.join(', ');
+
+/** SQL: the methods other than Universal Auth attached to the identity whose id is the column `id`, in name order. */
+export const tokenAuthMethodsOf = (id: string) => `array(select m from (
+    select j.method as m from identity_jwt_auths j where j.identity_id = ${id}
+    union all select 'kubernetes-auth' from identity_kubernetes_auths k where k.identity_id = ${id}
+    union all select 'token-auth' from identity_token_auths tk where tk.identity_id = ${id}) methods order by m)`;
+const TOKEN_AUTH_METHODS = tokenAuthMethodsOf('i.id');
 
 const CLIENT_SECRET_INFO = [
   'id', 'identity_id', 'prefix', 'description', 'ttl', 'num_uses', 'num_uses_limit', 'is_revoked', 'last_used_at', 'created_at', 'updated_at',
@@ -142,7 +152,7 @@ export function identitiesStore(sql: Queryable) {
     async byIdWithAuth(id: string): Promise<IdentityListRow | undefined> {
       const [row] = await sql<IdentityListRow[]>`select i.id, i.org_id, i.name, i.created_at, i.updated_at,
           (ua.identity_id is not null) as has_universal_auth,
-          array(select j.method from identity_jwt_auths j where j.identity_id = i.id order by j.method) as token_auth_methods
+          ${sql.unsafe(TOKEN_AUTH_METHODS)} as token_auth_methods
         from identities i left join identity_universal_auth ua on ua.identity_id = i.id where i.id = ${id}`;
       return row;
     },
@@ -150,7 +160,7 @@ export function identitiesStore(sql: Queryable) {
     async listByOrg(orgId: string): Promise<IdentityListRow[]> {
       return sql<IdentityListRow[]>`select i.id, i.org_id, i.name, i.created_at, i.updated_at,
           (ua.identity_id is not null) as has_universal_auth,
-          array(select j.method from identity_jwt_auths j where j.identity_id = i.id order by j.method) as token_auth_methods
+          ${sql.unsafe(TOKEN_AUTH_METHODS)} as token_auth_methods
         from identities i left join identity_universal_auth ua on ua.identity_id = i.id
         where i.org_id = ${orgId} order by i.created_at, i.id`;
     },
@@ -376,9 +386,11 @@ export function identitiesStore(sql: Queryable) {
       expiresAt: Date;
       maxExpiresAt: Date;
       numUsesLimit?: number;
+      /** Token Auth: the name its administrator gave it. */
+      name?: string;
     }): Promise<void> {
-      await sql`insert into identity_access_tokens (id, identity_id, client_secret_id, auth_method, expires_at, max_expires_at, num_uses_limit)
-        values (${t.id}, ${t.identityId}, ${t.clientSecretId}, ${t.authMethod ?? 'universal-auth'}, ${t.expiresAt}, ${t.maxExpiresAt}, ${t.numUsesLimit ?? 0})`;
+      await sql`insert into identity_access_tokens (id, identity_id, client_secret_id, auth_method, expires_at, max_expires_at, num_uses_limit, name)
+        values (${t.id}, ${t.identityId}, ${t.clientSecretId}, ${t.authMethod ?? 'universal-auth'}, ${t.expiresAt}, ${t.maxExpiresAt}, ${t.numUsesLimit ?? 0}, ${t.name ?? ''})`;
     },
 
     /**
@@ -388,15 +400,17 @@ export function identitiesStore(sql: Queryable) {
     async liveAccessToken(id: string): Promise<AccessTokenState | undefined> {
       const [row] = await sql<AccessTokenState[]>`select t.identity_id, coalesce(t.client_secret_id::text, '') as client_secret_id,
           t.auth_method, t.expires_at, t.max_expires_at, t.num_uses_limit, t.num_uses,
-          coalesce(ua.access_token_trusted_ips, ja.access_token_trusted_ips) as access_token_trusted_ips,
-          coalesce(ua.access_token_ttl, ja.access_token_ttl) as access_token_ttl,
-          coalesce(ua.access_token_max_ttl, ja.access_token_max_ttl) as access_token_max_ttl
+          coalesce(ua.access_token_trusted_ips, ja.access_token_trusted_ips, ka.access_token_trusted_ips, tk.access_token_trusted_ips) as access_token_trusted_ips,
+          coalesce(ua.access_token_ttl, ja.access_token_ttl, ka.access_token_ttl, tk.access_token_ttl) as access_token_ttl,
+          coalesce(ua.access_token_max_ttl, ja.access_token_max_ttl, ka.access_token_max_ttl, tk.access_token_max_ttl) as access_token_max_ttl
         from identity_access_tokens t
         left join identity_client_secrets cs on t.auth_method = 'universal-auth' and cs.id = t.client_secret_id and not cs.is_revoked
         left join identity_universal_auth ua on t.auth_method = 'universal-auth' and ua.identity_id = t.identity_id
         left join identity_jwt_auths ja on ja.identity_id = t.identity_id and ja.method = t.auth_method
+        left join identity_kubernetes_auths ka on t.auth_method = 'kubernetes-auth' and ka.identity_id = t.identity_id
+        left join identity_token_auths tk on t.auth_method = 'token-auth' and tk.identity_id = t.identity_id
         where t.id = ${id} and t.revoked_at is null and t.expires_at > now()
-          and ((cs.id is not null and ua.identity_id is not null) or ja.identity_id is not null)`;
+          and ((cs.id is not null and ua.identity_id is not null) or ja.identity_id is not null or ka.identity_id is not null or tk.identity_id is not null)`;
       return row;
     },
 

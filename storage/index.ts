@@ -5,6 +5,8 @@ import { auditStore, type AuditKey } from './audit.js';
 import { foldersStore } from './folders.js';
 import { identitiesStore } from './identities.js';
 import { jwtAuthStore } from './jwtAuth.js';
+import { kubernetesAuthStore } from './kubernetesAuth.js';
+import { tokenAuthStore } from './tokenAuth.js';
 import { keysStore } from './keys.js';
 import { loginAttemptsStore } from './loginAttempts.js';
 import { membershipsStore } from './memberships.js';
@@ -28,6 +30,8 @@ function bind(sql: Queryable, opts: StoreOptions) {
     secretTags: secretTagsStore(sql),
     identities: identitiesStore(sql),
     jwtAuths: jwtAuthStore(sql),
+    kubernetesAuths: kubernetesAuthStore(sql),
+    tokenAuths: tokenAuthStore(sql),
     memberships: membershipsStore(sql, opts.privilegeKey),
     projectRoles: projectRolesStore(sql, opts.privilegeKey),
     audit: auditStore(sql, opts.auditKey),

@@ -2,7 +2,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from './db.js';
 
-export type KeyPurpose = 'system' | 'project' | 'audit';
+/** 'identity': a key of one identity's auth configuration (Kubernetes Auth's reviewer JWT). */
+export type KeyPurpose = 'system' | 'project' | 'audit' | 'identity';
 
 export interface WrappedKeyRow {
   id: string;

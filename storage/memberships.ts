@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type postgres from 'postgres';
 import type { Queryable } from './db.js';
+import { tokenAuthMethodsOf } from './identities.js';
 import { macHolds, macRow, membershipMessage, PrivilegeKeyError, roleMessage, type MacFields, type PrivilegeKey } from './privilege.js';
 
 export const ROLES = ['admin', 'member', 'viewer', 'no-access'] as const;
@@ -95,7 +96,7 @@ export function membershipsStore(sql: Queryable, privilegeKey?: PrivilegeKey) {
   const views = (where: postgres.Fragment) => sql<MembershipView[]>`select m.*,
       i.name as identity_name, u.email as user_email, u.first_name as user_first_name, u.last_name as user_last_name,
       (ua.identity_id is not null) as identity_has_universal_auth,
-      array(select j.method from identity_jwt_auths j where j.identity_id = m.identity_id order by j.method) as identity_token_auth_methods,
+      ${sql.unsafe(tokenAuthMethodsOf('m.identity_id'))} as identity_token_auth_methods,
       r.slug as custom_role_slug
     from project_memberships m
     left join project_roles r on r.id = m.custom_role_id

@@ -6,6 +6,10 @@ import { SignJWT, decodeJwt, errors, jwtVerify } from 'jose';
 import { AppError } from '../errors.js';
 
 const ISSUER = 'vault-standalone';
+
+/** The methods other than Universal Auth that issue access tokens (named in the token's claims). */
+export const ISSUING_METHODS = ['jwt-auth', 'oidc-auth', 'kubernetes-auth', 'token-auth'] as const;
+export type IssuedByMethod = (typeof ISSUING_METHODS)[number];
 const IDENTITY_TOKEN_TYPE = 'identityAccessToken';
 
 export interface IdentityTokenClaims {
@@ -13,7 +17,7 @@ export interface IdentityTokenClaims {
   /** '' for a token of JWT or OIDC auth. */
   clientSecretId: string;
   /** The method that issued the token (absent from Universal Auth tokens). */
-  authMethod?: 'jwt-auth' | 'oidc-auth';
+  authMethod?: IssuedByMethod;
   tokenId: string;
   /** Seconds since the epoch. */
   exp: number;
@@ -57,7 +61,7 @@ export function identityTokens(authSecret: Buffer) {
         const { identityId, clientSecretId, jti, exp, authTokenType, authMethod } = payload as Record<string, unknown>;
         if (
           authTokenType !== IDENTITY_TOKEN_TYPE ||
-          (authMethod !== undefined && authMethod !== 'jwt-auth' && authMethod !== 'oidc-auth') ||
+          (authMethod !== undefined && !ISSUING_METHODS.includes(authMethod as IssuedByMethod)) ||
           typeof identityId !== 'string' ||
           typeof clientSecretId !== 'string' ||
           typeof jti !== 'string' ||
@@ -65,7 +69,9 @@ export function identityTokens(authSecret: Buffer) {
         ) {
           throw new AppError('TOKEN_INVALID', 'Invalid access token');
         }
-        return authMethod === undefined ? { identityId, clientSecretId, tokenId: jti, exp } : { identityId, clientSecretId, authMethod, tokenId: jti, exp };
+        return authMethod === undefined
+          ? { identityId, clientSecretId, tokenId: jti, exp }
+          : { identityId, clientSecretId, authMethod: authMethod as IssuedByMethod, tokenId: jti, exp };
       } catch (err) {
         if (err instanceof AppError) throw err;
         if (err instanceof errors.JWTExpired) throw new AppError('TOKEN_INVALID', 'Access token expired');

@@ -6,7 +6,7 @@
 // Their project roles are set by project admins (server/domain/memberships.ts).
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../../storage/index.js';
-import type { ClientSecretInfo, IdentityRow, TrustedIp, UniversalAuthRow, UniversalAuthSettings } from '../../storage/identities.js';
+import type { AccessTokenMethod, ClientSecretInfo, IdentityListRow, IdentityRow, TrustedIp, UniversalAuthRow, UniversalAuthSettings } from '../../storage/identities.js';
 import { AppError } from '../errors.js';
 import { isUuid, requireOrgAdmin, type Actor, type SystemActor } from './access.js';
 import { topics } from './caches.js';
@@ -21,10 +21,10 @@ export interface IdentitiesDeps {
 }
 
 export interface IdentityView extends IdentityRow {
-  authMethods: Array<'universal-auth' | 'jwt-auth' | 'oidc-auth'>;
+  authMethods: AccessTokenMethod[];
 }
 
-const methodsOf = (r: { hasUniversalAuth: boolean; tokenAuthMethods: Array<'jwt-auth' | 'oidc-auth'> }): IdentityView['authMethods'] => [
+const methodsOf = (r: { hasUniversalAuth: boolean; tokenAuthMethods: IdentityListRow['tokenAuthMethods'] }): IdentityView['authMethods'] => [
   ...(r.hasUniversalAuth ? ['universal-auth' as const] : []),
   ...r.tokenAuthMethods,
 ];

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Store } from '../../storage/index.js';
 import type { AccessTokenState, TrustedIp } from '../../storage/identities.js';
-import type { IdentityTokenClaims, IdentityTokens } from '../auth/tokens.js';
+import type { IdentityTokenClaims, IdentityTokens, IssuedByMethod } from '../auth/tokens.js';
 import { AppError } from '../errors.js';
 import { ipMatcher } from '../http/clientAddress.js';
 import { isUuid } from './access.js';
@@ -153,7 +153,7 @@ export function machineAuth(deps: MachineAuthDeps) {
   }
 
   /** `expiresIn` counts from `issuedAt`, so a login answers exactly the configured TTL. */
-  function issue(identityId: string, clientSecretId: string, tokenId: string, issuedAt: number, expiresAt: number, maxTtl: number, authMethod?: 'jwt-auth' | 'oidc-auth') {
+  function issue(identityId: string, clientSecretId: string, tokenId: string, issuedAt: number, expiresAt: number, maxTtl: number, authMethod?: IssuedByMethod) {
     const claims: IdentityTokenClaims = { identityId, clientSecretId, tokenId, exp: Math.floor(expiresAt / 1000), ...(authMethod ? { authMethod } : {}) };
     return tokens
       .sign(claims)

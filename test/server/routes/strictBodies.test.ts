@@ -1,7 +1,7 @@
 // No silent no-ops: every route that takes a body refuses a field it does not declare,
 // with a 422 naming it, before anything happens. Driven from the service's own route
 // table, so a new route is covered the day it is added. The exceptions: the Universal,
-// JWT and OIDC Auth logins ignore unknown fields (CONTRACT.md; Infisical's clients send
+// JWT, OIDC and Kubernetes Auth logins ignore unknown fields (CONTRACT.md; Infisical's clients send
 // organizationSlug), and logout never reads its body.
 import t from 'tap';
 import { ADMIN, ADMIN_LOGIN, signupAdmin } from '../../helpers/admin.js';
@@ -12,6 +12,7 @@ const EXEMPT = new Set([
   'POST /api/v1/auth/universal-auth/login',
   'POST /api/v1/auth/jwt-auth/login',
   'POST /api/v1/auth/oidc-auth/login',
+  'POST /api/v1/auth/kubernetes-auth/login',
   'POST /api/v1/auth/logout',
 ]);
 const FIELD = 'zzNotAField';

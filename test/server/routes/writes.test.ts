@@ -18,6 +18,7 @@ import type { Sql } from '../../../storage/db.js';
 import { ADMIN } from '../../helpers/admin.js';
 import { request, type JsonResponse } from '../../helpers/http.js';
 import { startIssuer } from '../../helpers/issuer.js';
+import { saUsername, startKubeApi } from '../../helpers/kubeApiServer.js';
 import { quietLog, testEnv } from '../../helpers/service.js';
 
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
@@ -54,6 +55,10 @@ t.test('every state-changing route goes through the write pipeline', async (t) =
   const b = replica(B);
   // Signs the identity tokens of the JWT / OIDC auth cases (a real local issuer).
   const issuer = await startIssuer(t);
+  // Reviews the service-account tokens of the Kubernetes Auth cases (a fake API server over TLS).
+  const kube = await startKubeApi(t);
+  kube.tokens.set('reviewer', { username: saUsername('kube-system', 'reviewer'), audiences: [], canReview: true });
+  kube.tokens.set('workload', { username: saUsername('apps', 'eso'), audiences: [] });
   const sql: Sql = A.services.store.sql;
   let admin = '';
   let counter = 0;
@@ -352,6 +357,128 @@ t.test('every state-changing route goes through the write pipeline', async (t) =
         },
       ];
     }),
+    ...((): Case[] => {
+      const cfg = '/api/v1/auth/kubernetes-auth/identities';
+      const k8sBody = () => ({ kubernetesHost: kube.url, caCert: kube.ca, tokenReviewerJwt: 'reviewer', allowedNamespaces: 'apps' });
+      const k8sIdentity = async (projectId: string) => {
+        const id = (await ok(a.call('POST', '/api/v1/identities', admin, { name: fresh('pod') }), 'identity')).identity.id as string;
+        await ok(a.call('POST', `/api/v1/projects/${projectId}/memberships/identities/${id}`, admin, { role: 'member' }), 'membership');
+        await ok(a.call('POST', `${cfg}/${id}`, admin, k8sBody()), 'kubernetes-auth');
+        return id;
+      };
+      const k8sLogin = async (identityId: string) =>
+        (await ok(a.call('POST', '/api/v1/auth/kubernetes-auth/login', undefined, { identityId, jwt: 'workload' }), 'kubernetes login')).accessToken as string;
+      const withToken = async () => {
+        const p = await project();
+        const identityId = await k8sIdentity(p.projectId);
+        return { ...p, identityId, token: await k8sLogin(identityId) };
+      };
+      return [
+        {
+          route: 'POST /api/v1/auth/kubernetes-auth/login',
+          events: ['login-identity-kubernetes-auth'],
+          prepare: async () => {
+            const p = await project();
+            return { ...p, identityId: await k8sIdentity(p.projectId) };
+          },
+          call: (r, c) => r.call('POST', '/api/v1/auth/kubernetes-auth/login', undefined, { identityId: c.identityId, jwt: 'workload' }),
+          observe: async (r, c, res) => (res ? status(list(r, c.slug!, res.body.accessToken)) : 401),
+          changed: becomes(401, 200),
+        },
+        {
+          route: `POST ${cfg}/:identityId`,
+          events: ['add-identity-kubernetes-auth'],
+          prepare: async () => ({ identityId: (await ok(a.call('POST', '/api/v1/identities', admin, { name: fresh('bare') }), 'identity')).identity.id }),
+          call: (r, c) => r.call('POST', `${cfg}/${c.identityId}`, admin, k8sBody()),
+          observe: (r, c) => status(r.call('GET', `${cfg}/${c.identityId}`, admin)),
+          changed: becomes(404, 200),
+        },
+        {
+          route: `PATCH ${cfg}/:identityId`,
+          events: ['update-identity-kubernetes-auth'],
+          prepare: withToken,
+          call: (r, c) => r.call('PATCH', `${cfg}/${c.identityId}`, admin, { accessTokenTrustedIps: [{ ipAddress: '203.0.113.0/24' }] }),
+          observe: (r, c) => status(list(r, c.slug!, c.token!)),
+          changed: becomes(200, 403),
+        },
+        {
+          route: `DELETE ${cfg}/:identityId`,
+          events: ['revoke-identity-kubernetes-auth'],
+          prepare: withToken,
+          call: (r, c) => r.call('DELETE', `${cfg}/${c.identityId}`, admin),
+          observe: (r, c) => status(list(r, c.slug!, c.token!)),
+          changed: becomes(200, 401),
+        },
+      ];
+    })(),
+    ...((): Case[] => {
+      const cfg = '/api/v1/auth/token-auth/identities';
+      const tokenAuthIdentity = async (projectId?: string) => {
+        const id = (await ok(a.call('POST', '/api/v1/identities', admin, { name: fresh('minted') }), 'identity')).identity.id as string;
+        if (projectId) await ok(a.call('POST', `/api/v1/projects/${projectId}/memberships/identities/${id}`, admin, { role: 'member' }), 'membership');
+        await ok(a.call('POST', `${cfg}/${id}`, admin, {}), 'token-auth');
+        return id;
+      };
+      const withToken = async () => {
+        const p = await project();
+        const identityId = await tokenAuthIdentity(p.projectId);
+        const minted = await ok(a.call('POST', `${cfg}/${identityId}/tokens`, admin, { name: 'first' }), 'mint');
+        return { ...p, identityId, token: minted.accessToken as string, tokenId: minted.tokenData.id as string };
+      };
+      return [
+        {
+          route: `POST ${cfg}/:identityId`,
+          events: ['add-identity-token-auth'],
+          prepare: async () => ({ identityId: (await ok(a.call('POST', '/api/v1/identities', admin, { name: fresh('bare') }), 'identity')).identity.id }),
+          call: (r, c) => r.call('POST', `${cfg}/${c.identityId}`, admin, { accessTokenTTL: 600 }),
+          observe: (r, c) => status(r.call('GET', `${cfg}/${c.identityId}`, admin)),
+          changed: becomes(404, 200),
+        },
+        {
+          route: `PATCH ${cfg}/:identityId`,
+          events: ['update-identity-token-auth'],
+          prepare: withToken,
+          call: (r, c) => r.call('PATCH', `${cfg}/${c.identityId}`, admin, { accessTokenTrustedIps: [{ ipAddress: '203.0.113.0/24' }] }),
+          observe: (r, c) => status(list(r, c.slug!, c.token!)),
+          changed: becomes(200, 403),
+        },
+        {
+          route: `DELETE ${cfg}/:identityId`,
+          events: ['revoke-identity-token-auth'],
+          prepare: withToken,
+          call: (r, c) => r.call('DELETE', `${cfg}/${c.identityId}`, admin),
+          observe: (r, c) => status(list(r, c.slug!, c.token!)),
+          changed: becomes(200, 401),
+        },
+        {
+          route: `POST ${cfg}/:identityId/tokens`,
+          events: ['create-token-identity-token-auth'],
+          prepare: async () => {
+            const p = await project();
+            return { ...p, identityId: await tokenAuthIdentity(p.projectId) };
+          },
+          call: (r, c) => r.call('POST', `${cfg}/${c.identityId}/tokens`, admin, { name: 'second' }),
+          observe: async (r, c, res) => (res ? status(list(r, c.slug!, res.body.accessToken)) : 401),
+          changed: becomes(401, 200),
+        },
+        {
+          route: 'PATCH /api/v1/auth/token-auth/tokens/:tokenId',
+          events: ['update-token-identity-token-auth'],
+          prepare: withToken,
+          call: (r, c) => r.call('PATCH', `/api/v1/auth/token-auth/tokens/${c.tokenId}`, admin, { name: 'renamed' }),
+          observe: async (r, c) => (await r.call('GET', `/api/v1/auth/token-auth/tokens/${c.tokenId}`, admin)).body.token.name,
+          changed: becomes('first', 'renamed'),
+        },
+        {
+          route: 'POST /api/v1/auth/token-auth/tokens/:tokenId/revoke',
+          events: ['revoke-token-identity-token-auth'],
+          prepare: withToken,
+          call: (r, c) => r.call('POST', `/api/v1/auth/token-auth/tokens/${c.tokenId}/revoke`, admin),
+          observe: (r, c) => status(list(r, c.slug!, c.token!)),
+          changed: becomes(200, 401),
+        },
+      ];
+    })(),
     {
       route: 'POST /api/v1/projects',
       events: ['create-project'],
