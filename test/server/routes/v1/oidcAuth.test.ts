@@ -31,6 +31,11 @@ t.test('OIDC Auth: discovery, login, issuer checks, provider down, removal', asy
     [{ oidcDiscoveryUrl: issuer.url, caCert: 'not a certificate' }, 422, /caCert/],
     [{ oidcDiscoveryUrl: issuer.url, claimMetadataMapping: { team: 'team' } }, 422, /claimMetadataMapping/],
     [{ oidcDiscoveryUrl: issuer.url, configurationType: 'jwks' }, 422, /configurationType/],
+    // The discovery document's issuer is bound; the subject or a claim must be too.
+    [{ oidcDiscoveryUrl: issuer.url }, 422, /OIDC Auth must bind the issuer and the subject or a claim: boundSubject or boundClaims is required/],
+    [{ oidcDiscoveryUrl: issuer.url, boundAudiences: 'https://vault.example.test' }, 422, /boundSubject or boundClaims is required/],
+    [{ oidcDiscoveryUrl: issuer.url, boundIssuer: issuer.url, boundAudiences: 'https://vault.example.test' }, 422, /boundSubject or boundClaims is required/],
+    [{ oidcDiscoveryUrl: issuer.url, boundSubject: '**' }, 422, /boundSubject or boundClaims is required/],
   ] as Array<[unknown, number, RegExp]>) {
     refused(t, await call('POST', CFG(seeded.identityId), body), status, message);
   }
@@ -55,6 +60,8 @@ t.test('OIDC Auth: discovery, login, issuer checks, provider down, removal', asy
     accessTokenMaxTTL: 2592000,
   });
   t.same((await call('GET', CFG(seeded.identityId))).body, attach.body);
+  refused(t, await call('PATCH', CFG(seeded.identityId), { boundSubject: '' }), 422, /boundSubject or boundClaims is required/);
+  t.same((await call('GET', CFG(seeded.identityId))).body, attach.body, 'the refused PATCH changed nothing');
 
   const ok = await login(await issuer.sign());
   t.equal(ok.status, 200, JSON.stringify(ok.body));
@@ -96,4 +103,19 @@ t.test('OIDC Auth: discovery, login, issuer checks, provider down, removal', asy
   // Universal Auth of the same identity is untouched.
   const ua = await request(`${svc.url}/api/v1/auth/universal-auth/login`, { method: 'POST', json: { clientId: seeded.clientId, clientSecret: seeded.clientSecret } });
   t.equal((await read(ua.body.accessToken)).status, 200, 'Universal Auth still logs in and reads');
+});
+
+t.test('OIDC Auth stored before bindings were required (a discovery URL alone) does not log in', async (t) => {
+  const svc = await startTestService(t, await testEnv(t, 'postgres+redis'));
+  const admin = (await signupAdmin(svc.url)).token;
+  const seeded = await seedHomelab(svc.services);
+  const issuer = await startIssuer(t);
+  const { DEFAULT_SETTINGS } = await import('../../../../server/domain/jwtAuth.js');
+  await svc.services.store.jwtAuths.insert(seeded.identityId, 'oidc-auth', { ...DEFAULT_SETTINGS, oidcDiscoveryUrl: issuer.url });
+  const login = async () => request(`${svc.url}${LOGIN}`, { method: 'POST', json: { identityId: seeded.identityId, jwt: await issuer.sign() } });
+  refused(t, await login(), 403, /OIDC Auth must bind the issuer and the subject or a claim: boundSubject or boundClaims is required.*superadmin must PATCH/);
+  t.equal(issuer.hits.discovery + issuer.hits.jwks, 0, 'refused before anything was fetched');
+  const patched = await request(`${svc.url}${CFG(seeded.identityId)}`, { method: 'PATCH', token: admin, json: { boundSubject: 'system:serviceaccount:external-secrets:*' } });
+  t.equal(patched.status, 200, JSON.stringify(patched.body));
+  t.equal((await login()).status, 200, 'logs in once bound');
 });
