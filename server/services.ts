@@ -321,7 +321,11 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       folders: foldersDomain({ store, access, changes }),
       identities: identitiesDomain({ store, keyring, changes }),
       // A key-source fetch ends well within the request deadline (a hung JWKS server is a 503, not a timeout).
-      jwtAuth: jwtAuthDomain({ store, changes, machineAuth: machine, keys: keySources({ timeoutMs: Math.min(3000, Math.floor(config.requestDeadlineMs / 2)) }) }),
+      jwtAuth: jwtAuthDomain({ store, changes, machineAuth: machine, keys: keySources({
+        timeoutMs: Math.min(3000, Math.floor(config.requestDeadlineMs / 2)),
+        jwksAllowedOrigins: config.oidcJwksAllowedOrigins,
+        log: (fields, message) => log.warn(fields, message),
+      }) }),
       memberships: membershipsDomain({ store, access, changes }),
       roles: rolesDomain({ store, access, changes }),
       audit: auditDomain({ store, access }),

@@ -26,6 +26,7 @@ import { isUuid, requireOrgAdmin, type Actor, type SystemActor } from './access.
 import { topics } from './caches.js';
 import { globMatch } from './glob.js';
 import { existingIdentity, MAX_TTL_SECONDS } from './identities.js';
+import { hostRefusal } from './fetchGuard.js';
 import { isCertificate, parseFetchUrl, parsePublicKey, type KeySources } from './jwtKeys.js';
 import type { LoginResult, MachineAuth } from './machineAuth.js';
 import type { Origin, WritePipeline } from './pipeline.js';
@@ -172,7 +173,10 @@ export function checkSettings(method: TokenAuthMethod, s: JwtAuthSettings): void
       if (s.jwksUrl !== '' || s.caCert !== '') throw invalid("jwksUrl and jwksCaCert apply only to configurationType 'jwks'");
     } else if (s.configurationType === 'jwks') {
       if (s.publicKeys.length > 0) throw invalid("publicKeys apply only to configurationType 'static'");
-      if (!parseFetchUrl(s.jwksUrl) || s.jwksUrl.length > LIMITS.url) throw invalid('jwksUrl must be an http(s) URL');
+      const url = parseFetchUrl(s.jwksUrl);
+      if (!url || s.jwksUrl.length > LIMITS.url) throw invalid('jwksUrl must be an http(s) URL');
+      const refused = hostRefusal(url);
+      if (refused) throw invalid(`jwksUrl: ${refused}, which is never fetched`);
     } else throw invalid("configurationType must be 'static' or 'jwks'");
     if (s.publicKeys.length > LIMITS.publicKeys) throw invalid(`publicKeys: at most ${LIMITS.publicKeys} keys`);
     s.publicKeys.forEach((pem, i) => {
@@ -180,7 +184,10 @@ export function checkSettings(method: TokenAuthMethod, s: JwtAuthSettings): void
     });
     if (s.caCert !== '' && (s.caCert.length > LIMITS.pem || !isCertificate(s.caCert))) throw invalid('jwksCaCert is not a PEM certificate');
   } else {
-    if (!parseFetchUrl(s.oidcDiscoveryUrl) || s.oidcDiscoveryUrl.length > LIMITS.url) throw invalid('oidcDiscoveryUrl must be an http(s) URL');
+    const url = parseFetchUrl(s.oidcDiscoveryUrl);
+    if (!url || s.oidcDiscoveryUrl.length > LIMITS.url) throw invalid('oidcDiscoveryUrl must be an http(s) URL');
+    const refused = hostRefusal(url);
+    if (refused) throw invalid(`oidcDiscoveryUrl: ${refused}, which is never fetched`);
     if (s.caCert !== '' && (s.caCert.length > LIMITS.pem || !isCertificate(s.caCert))) throw invalid('caCert is not a PEM certificate');
   }
   if (s.boundIssuer.length > LIMITS.bound) throw invalid(`boundIssuer: at most ${LIMITS.bound} characters`);

@@ -136,6 +136,17 @@ t.test('configuration: refused input names the field; PATCH keeps what is not gi
     [{ configurationType: 'jwks', jwksUrl: issuer.jwksUrl, boundClaims: { '': 'x' } }, 422, /boundClaims/],
     [{ configurationType: 'jwks', jwksUrl: issuer.jwksUrl, boundClaims: { a: 1 } }, 422, /boundClaims/],
     [{ configurationType: 'jwks', jwksUrl: issuer.jwksUrl, accessTokenTrustedIps: [] }, 422, /accessTokenTrustedIps/],
+    // Link-local and metadata addresses are never fetched, however spelled.
+    ...[
+      'http://169.254.169.254/latest/meta-data/',
+      'http://0xa9fea9fe/jwks',
+      'http://2852039166/jwks',
+      'http://[::ffff:169.254.169.254]/jwks',
+      'http://[fe80::1]/jwks',
+      'http://[fd00:ec2::254]/jwks',
+      'http://100.100.100.200/jwks',
+      'http://metadata.google.internal/jwks',
+    ].map((jwksUrl): [unknown, number, RegExp] => [{ configurationType: 'jwks', jwksUrl, ...bound(issuer) }, 422, /^jwksUrl: .* never fetched$/]),
   ];
   for (const [body, status, message] of cases) {
     const r = await call('POST', CFG(id), body);
@@ -155,6 +166,9 @@ t.test('configuration: refused input names the field; PATCH keeps what is not gi
   t.match(toStatic.body.identityJwtAuth, { configurationType: 'static', jwksUrl: '', publicKeys: [key.spki.trim()] }, 'switching type drops the JWKS URL');
   t.equal((await call('PATCH', CFG(id), { publicKeys: [] })).status, 422, 'a static configuration keeps at least one key');
   t.equal((await call('PATCH', CFG(id), { accessTokenTTL: 3_000_000 })).status, 400, 'the TTL pair is checked on the merged result');
+  const toMetadata = await call('PATCH', CFG(id), { configurationType: 'jwks', jwksUrl: 'http://[::ffff:a9fe:a9fe]/latest/meta-data/' });
+  t.equal(toMetadata.status, 422, 'an update to a metadata address is refused too');
+  t.match(toMetadata.body?.message, /jwksUrl: .*169\.254\.169\.254.*link-local/);
   t.equal((await call('GET', CFG(id))).body.identityJwtAuth.accessTokenTTL, 60, 'a refused PATCH changed nothing');
 });
 
