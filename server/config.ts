@@ -5,6 +5,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { parseIpRangeList, type IpRange } from './http/clientAddress.js';
+import { parseOriginList } from './domain/fetchGuard.js';
 import type { RootKeySpec } from '../crypto/index.js';
 
 export const ENCRYPTION_KEY_MESSAGE = 'ENCRYPTION_KEY must be 32 hex characters';
@@ -79,6 +80,19 @@ const schema = z.object({
       })
       .default([]),
   ),
+  OIDC_JWKS_ALLOWED_ORIGINS: setting(
+    z
+      .string()
+      .transform((v, ctx) => {
+        const r = parseOriginList(v);
+        if ('error' in r) {
+          ctx.addIssue({ code: 'custom', message: r.error });
+          return z.NEVER;
+        }
+        return r.origins;
+      })
+      .default([]),
+  ),
 });
 
 /** KEY_PROVIDER=pkcs11: where the root key is. The PIN is zeroed and deleted once the workers logged in. */
@@ -134,6 +148,8 @@ export interface Config {
    * default): the header is ignored and the socket's address is the client's.
    */
   trustedProxies: IpRange[];
+  /** Origins an OIDC discovery document's jwks_uri may name besides the document's own. */
+  oidcJwksAllowedOrigins: string[];
 }
 
 /**
@@ -189,6 +205,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     requestDeadlineMs: e.REQUEST_DEADLINE_MS,
     shutdownGraceSeconds: e.SHUTDOWN_GRACE_SECONDS,
     trustedProxies: e.TRUSTED_PROXIES,
+    oidcJwksAllowedOrigins: e.OIDC_JWKS_ALLOWED_ORIGINS,
   };
 }
 

@@ -337,7 +337,11 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       folders: foldersDomain({ store, access, changes }),
       identities: identitiesDomain({ store, keyring, changes }),
       // A key-source fetch ends well within the request deadline (a hung JWKS server is a 503, not a timeout).
-      jwtAuth: jwtAuthDomain({ store, changes, machineAuth: machine, keys: keySources({ timeoutMs: Math.min(3000, Math.floor(config.requestDeadlineMs / 2)) }) }),
+      jwtAuth: jwtAuthDomain({ store, changes, machineAuth: machine, keys: keySources({
+        timeoutMs: Math.min(3000, Math.floor(config.requestDeadlineMs / 2)),
+        jwksAllowedOrigins: config.oidcJwksAllowedOrigins,
+        log: (fields, message) => log.warn(fields, message),
+      }) }),
       // A TokenReview ends well within the request deadline (a hung API server is a 503, not a timeout).
       kubernetesAuth: kubernetesAuthDomain({ store, crypto, changes, machineAuth: machine, reviewTimeoutMs: Math.min(3000, Math.floor(config.requestDeadlineMs / 2)) }),
       tokenAuth: tokenAuthDomain({ store, changes, machineAuth: machine }),

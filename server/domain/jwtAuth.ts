@@ -8,6 +8,12 @@
 // statuses: issuer (403), subject (403), audiences (401), claims (401). Each bound value
 // is a list of exact values or globs (`*` within a path segment, `**` across `/`).
 //
+// A configuration must bind the issuer and the workload: `boundIssuer` for JWT Auth (OIDC
+// Auth binds the discovery document's issuer when none is given), and `boundSubject` or
+// at least one bound claim. An audience alone is not enough: public issuers (GitHub
+// Actions, GitLab) give anyone on the internet a token of any audience they ask for.
+// A configuration stored before this rule that binds less is refused at login (403).
+//
 // Failed logins are not counted towards a lockout: a signed token cannot be guessed, so
 // a lockout would stop no attacker and would let anyone who knows an identity id lock
 // its workload out.
@@ -20,6 +26,7 @@ import { isUuid, requireOrgAdmin, type Actor, type SystemActor } from './access.
 import { topics } from './caches.js';
 import { globMatch } from './glob.js';
 import { existingIdentity, MAX_TTL_SECONDS } from './identities.js';
+import { hostRefusal } from './fetchGuard.js';
 import { isCertificate, parseFetchUrl, parsePublicKey, type KeySources } from './jwtKeys.js';
 import type { LoginResult, MachineAuth } from './machineAuth.js';
 import type { Origin, WritePipeline } from './pipeline.js';
@@ -128,6 +135,34 @@ export function checkBindings(payload: JWTPayload, cfg: JwtAuthSettings, provide
   }
 }
 
+/** A bound value made only of `*`, `?` and `/` admits (nearly) every value: it binds nothing. */
+const admitsAll = (pattern: string) => /^[*?/]+$/.test(pattern);
+
+/**
+ * What a configuration leaves unbound, as the fields to set; empty when it binds the
+ * issuer and the subject or a claim. A claim whose list holds an admit-all entry, or a
+ * subject that admits all, does not count.
+ */
+export function missingBindings(method: TokenAuthMethod, s: Pick<JwtAuthSettings, 'boundIssuer' | 'boundSubject' | 'boundClaims'>): string[] {
+  const missing: string[] = [];
+  if (method === 'jwt-auth' && s.boundIssuer === '') missing.push('boundIssuer');
+  const subject = s.boundSubject !== '' && !admitsAll(s.boundSubject);
+  const claim = Object.values(s.boundClaims).some((list) => list !== '' && !list.split(',').some((p) => admitsAll(p.trim())));
+  if (!subject && !claim) missing.push('boundSubject or boundClaims');
+  return missing;
+}
+
+/** Why a configuration that binds too little is refused (names the fields to set). */
+export function bindingsMessage(method: TokenAuthMethod, missing: string[]): string {
+  const why = missing.map((m) =>
+    m === 'boundIssuer'
+      ? 'boundIssuer is required (without it a token of any issuer is accepted)'
+      : "boundSubject or boundClaims is required, with a value that is not only '*', '?' and '/' (without them any token of the issuer is accepted; " +
+        'boundAudiences alone is not enough: public issuers such as GitHub Actions and GitLab give anyone a token of any audience)',
+  );
+  return `${NAMES[method].label} must bind the issuer and the subject or a claim: ${why.join('; ')}`;
+}
+
 const LIMITS = { url: 2048, pem: 16_384, publicKeys: 20, bound: 1024, audiences: 4096, claims: 50, claimName: 256, claimValue: 2048 };
 
 /** Every rule of a complete configuration; throws 422 naming the field (400 for the TTL pair, as Universal Auth). */
@@ -138,7 +173,10 @@ export function checkSettings(method: TokenAuthMethod, s: JwtAuthSettings): void
       if (s.jwksUrl !== '' || s.caCert !== '') throw invalid("jwksUrl and jwksCaCert apply only to configurationType 'jwks'");
     } else if (s.configurationType === 'jwks') {
       if (s.publicKeys.length > 0) throw invalid("publicKeys apply only to configurationType 'static'");
-      if (!parseFetchUrl(s.jwksUrl) || s.jwksUrl.length > LIMITS.url) throw invalid('jwksUrl must be an http(s) URL');
+      const url = parseFetchUrl(s.jwksUrl);
+      if (!url || s.jwksUrl.length > LIMITS.url) throw invalid('jwksUrl must be an http(s) URL');
+      const refused = hostRefusal(url);
+      if (refused) throw invalid(`jwksUrl: ${refused}, which is never fetched`);
     } else throw invalid("configurationType must be 'static' or 'jwks'");
     if (s.publicKeys.length > LIMITS.publicKeys) throw invalid(`publicKeys: at most ${LIMITS.publicKeys} keys`);
     s.publicKeys.forEach((pem, i) => {
@@ -146,7 +184,10 @@ export function checkSettings(method: TokenAuthMethod, s: JwtAuthSettings): void
     });
     if (s.caCert !== '' && (s.caCert.length > LIMITS.pem || !isCertificate(s.caCert))) throw invalid('jwksCaCert is not a PEM certificate');
   } else {
-    if (!parseFetchUrl(s.oidcDiscoveryUrl) || s.oidcDiscoveryUrl.length > LIMITS.url) throw invalid('oidcDiscoveryUrl must be an http(s) URL');
+    const url = parseFetchUrl(s.oidcDiscoveryUrl);
+    if (!url || s.oidcDiscoveryUrl.length > LIMITS.url) throw invalid('oidcDiscoveryUrl must be an http(s) URL');
+    const refused = hostRefusal(url);
+    if (refused) throw invalid(`oidcDiscoveryUrl: ${refused}, which is never fetched`);
     if (s.caCert !== '' && (s.caCert.length > LIMITS.pem || !isCertificate(s.caCert))) throw invalid('caCert is not a PEM certificate');
   }
   if (s.boundIssuer.length > LIMITS.bound) throw invalid(`boundIssuer: at most ${LIMITS.bound} characters`);
@@ -167,6 +208,8 @@ export function checkSettings(method: TokenAuthMethod, s: JwtAuthSettings): void
     throw invalid('accessTokenTrustedIps must hold from 1 to 100 IP addresses or ranges');
   }
   if (s.accessTokenTtl > s.accessTokenMaxTtl) throw new AppError('BAD_REQUEST', 'Access token TTL cannot be greater than max TTL');
+  const missing = missingBindings(method, s);
+  if (missing.length > 0) throw invalid(bindingsMessage(method, missing));
 }
 
 /** Given fields over `base`, in their normal form (audiences and claim values as Infisical lists them). */
@@ -274,6 +317,11 @@ export function jwtAuthDomain(deps: JwtAuthDeps) {
       const identityId = input.identityId.toLowerCase();
       const cfg = isUuid(identityId) ? await store.jwtAuths.get(identityId, method) : undefined;
       if (!cfg) throw new AppError('NOT_FOUND', `${NAMES[method].label} method not found for identity, did you configure ${NAMES[method].label}?`);
+      // A configuration stored before bindings were required: refused before any key is fetched.
+      const missing = missingBindings(method, cfg);
+      if (missing.length > 0) {
+        throw new AppError('FORBIDDEN', `Access denied: ${bindingsMessage(method, missing)}. A superadmin must PATCH the configuration to bind them.`);
+      }
       let payload: JWTPayload;
       let providerIssuer: string | undefined;
       if (method === 'oidc-auth') ({ payload, issuer: providerIssuer } = await keys.verifyOidc(input.jwt, cfg.oidcDiscoveryUrl, cfg.caCert));

@@ -8,11 +8,18 @@
 //
 // A key source that cannot be read is a fault, not a verdict on the token: the login is
 // refused with 503 (retry), never accepted and never answered as bad credentials.
+//
+// Every fetch follows server/domain/fetchGuard.ts: no link-local or metadata address
+// (checked on the URL and on each resolved address at connect time), loopback only when
+// the URL names it, and a discovery document's jwks_uri on the document's own origin
+// (or one in OIDC_JWKS_ALLOWED_ORIGINS), never https → http. A refused fetch answers
+// the login as an unreachable source does (503) and logs why, once per fetch attempt.
 import { createPublicKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { createRemoteJWKSet, customFetch, decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { AppError } from '../errors.js';
+import { FetchRefused, guardedLookup, hostRefusal, jwksUriRefusal, type Resolve } from './fetchGuard.js';
 
 /** Asymmetric algorithms only: 'none' and the HMAC family (HS*) are refused before any key is chosen. */
 export const ALLOWED_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
@@ -28,15 +35,35 @@ export interface KeySourceOptions {
   cooldownMs: number;
   /** JWKS sets and discovery documents held (each); the oldest used leaves first. */
   maxSources: number;
+  /** Origins a discovery document's jwks_uri may name besides its own (OIDC_JWKS_ALLOWED_ORIGINS). */
+  jwksAllowedOrigins: readonly string[];
+  /** Name resolution (tests: a made-up DNS); the system resolver otherwise. */
+  resolve?: Resolve;
+  /** Where a refused fetch is reported (the service's log). */
+  log?: (fields: Record<string, unknown>, message: string) => void;
 }
 
-export const DEFAULT_KEY_SOURCE_OPTIONS: KeySourceOptions = { timeoutMs: 3000, cacheMaxAgeMs: 600_000, cooldownMs: 30_000, maxSources: 500 };
+export const DEFAULT_KEY_SOURCE_OPTIONS: KeySourceOptions = {
+  timeoutMs: 3000,
+  cacheMaxAgeMs: 600_000,
+  cooldownMs: 30_000,
+  maxSources: 500,
+  jwksAllowedOrigins: [],
+};
 
 /** A key source that could not be read (network, deadline, status, size, not JSON). */
 export class KeySourceUnavailable extends Error {
   constructor(what: string) {
     super(what);
     this.name = 'KeySourceUnavailable';
+  }
+}
+
+/** A fetch the rules of fetchGuard.ts refused: answered as unavailable, logged with its reason. */
+export class KeySourceRefused extends KeySourceUnavailable {
+  constructor(what: string) {
+    super(what);
+    this.name = 'KeySourceRefused';
   }
 }
 
@@ -77,15 +104,28 @@ export function parsePublicKey(pem: string): KeyObject | undefined {
   }
 }
 
-/** GET `url` for a 200 JSON answer, within `timeoutMs` overall; throws KeySourceUnavailable. */
-export function fetchJson(url: URL, opts: { ca?: string; timeoutMs: number; signal?: AbortSignal }): Promise<unknown> {
+/**
+ * GET `url` for a 200 JSON answer, within `timeoutMs` overall; throws KeySourceUnavailable
+ * (KeySourceRefused when fetchGuard's rules refuse the host or what it resolves to).
+ */
+export function fetchJson(url: URL, opts: { ca?: string; timeoutMs: number; signal?: AbortSignal; resolve?: Resolve }): Promise<unknown> {
+  const refused = hostRefusal(url);
+  if (refused) return Promise.reject(new KeySourceRefused(refused));
   return new Promise((resolve, reject) => {
-    const fail = (why: string) => {
+    const fail = (why: string | KeySourceUnavailable) => {
       clearTimeout(timer);
       req.destroy();
-      reject(new KeySourceUnavailable(why));
+      reject(typeof why === 'string' ? new KeySourceUnavailable(why) : why);
     };
-    const options = { method: 'GET', headers: { accept: 'application/json, application/jwk-set+json' }, signal: opts.signal };
+    const options = {
+      method: 'GET',
+      headers: { accept: 'application/json, application/jwk-set+json' },
+      signal: opts.signal,
+      // A connection of its own (no pooled socket): each fetch resolves the name again and
+      // checks every address at connect time (an IP literal was checked above).
+      agent: false,
+      lookup: guardedLookup(url, opts.resolve),
+    };
     const onResponse = (res: IncomingMessage) => {
       if (res.statusCode !== 200) {
         res.resume();
@@ -113,7 +153,7 @@ export function fetchJson(url: URL, opts: { ca?: string; timeoutMs: number; sign
         ? httpsRequest(url, { ...options, ...(opts.ca ? { ca: opts.ca } : {}) }, onResponse)
         : httpRequest(url, options, onResponse);
     const timer = setTimeout(() => fail(`no answer within ${opts.timeoutMs} ms`), opts.timeoutMs);
-    req.on('error', () => fail('connection failed'));
+    req.on('error', (err) => fail(err instanceof FetchRefused ? new KeySourceRefused(err.message) : 'connection failed'));
     req.end();
   });
 }
@@ -154,6 +194,21 @@ export function keySources(options: Partial<KeySourceOptions> = {}) {
   const pending = new Map<string, Promise<Discovery>>();
   let fetches = 0;
 
+  /** fetchJson, with a refusal logged (why, and where: origin and path, never a query). */
+  async function fetchChecked(url: URL, what: string, ca: string, signal?: AbortSignal): Promise<unknown> {
+    fetches++;
+    try {
+      return await fetchJson(url, { ca: ca || undefined, timeoutMs: o.timeoutMs, signal, resolve: o.resolve });
+    } catch (err) {
+      if (err instanceof KeySourceRefused) refusedFetch(what, url, err.message);
+      throw err;
+    }
+  }
+
+  function refusedFetch(what: string, url: URL, reason: string): void {
+    o.log?.({ event: 'jwt-key-source-refused', source: what, url: `${url.origin}${url.pathname}`, reason }, `${what}: fetch of ${url.origin}${url.pathname} refused: ${reason}`);
+  }
+
   function jwksSet(url: URL, ca: string): JWTVerifyGetKey {
     const key = `${url.href}\n${ca}`;
     let set = jwksSets.get(key);
@@ -162,11 +217,7 @@ export function keySources(options: Partial<KeySourceOptions> = {}) {
         timeoutDuration: o.timeoutMs,
         cacheMaxAge: o.cacheMaxAgeMs,
         cooldownDuration: o.cooldownMs,
-        [customFetch]: async (input: string | URL, init: { signal?: AbortSignal }) => {
-          fetches++;
-          const json = await fetchJson(new URL(String(input)), { ca: ca || undefined, timeoutMs: o.timeoutMs, signal: init.signal });
-          return Response.json(json);
-        },
+        [customFetch]: async (input: string | URL, init: { signal?: AbortSignal }) => Response.json(await fetchChecked(new URL(String(input)), 'JWKS', ca, init.signal)),
       });
       jwksSets.set(key, set);
     }
@@ -176,10 +227,15 @@ export function keySources(options: Partial<KeySourceOptions> = {}) {
   async function fetchDiscovery(base: string, ca: string): Promise<Discovery> {
     const url = parseFetchUrl(`${base.replace(/\/+$/, '')}/.well-known/openid-configuration`);
     if (!url) throw new KeySourceUnavailable('not an http(s) URL');
-    fetches++;
-    const doc = (await fetchJson(url, { ca: ca || undefined, timeoutMs: o.timeoutMs })) as { issuer?: unknown; jwks_uri?: unknown } | null;
+    const doc = (await fetchChecked(url, 'OIDC discovery document', ca)) as { issuer?: unknown; jwks_uri?: unknown } | null;
     const jwksUri = typeof doc?.jwks_uri === 'string' ? parseFetchUrl(doc.jwks_uri) : undefined;
     if (!jwksUri || typeof doc?.issuer !== 'string') throw new KeySourceUnavailable('no issuer or jwks_uri');
+    // The document is the issuer's word, not the operator's: it may not send the key fetch elsewhere.
+    const refused = jwksUriRefusal(url, jwksUri, o.jwksAllowedOrigins);
+    if (refused) {
+      refusedFetch('OIDC discovery document', url, refused);
+      throw new KeySourceRefused(refused);
+    }
     return { issuer: doc.issuer, jwksUri };
   }
 

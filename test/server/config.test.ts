@@ -102,3 +102,15 @@ t.test('TRUSTED_PROXIES: a list of addresses and CIDR ranges, empty by default',
     t.throws(() => parseConfig({ ...good, TRUSTED_PROXIES: bad }), { message: /^invalid TRUSTED_PROXIES: '.*' is not an IP address or CIDR range$/ }, bad);
   }
 });
+
+t.test('OIDC_JWKS_ALLOWED_ORIGINS: origins a discovery document may name for its keys, none by default', async (t) => {
+  t.same(parseConfig(good).oidcJwksAllowedOrigins, [], 'only the document\'s own origin by default');
+  t.same(parseConfig({ ...good, OIDC_JWKS_ALLOWED_ORIGINS: ' ' }).oidcJwksAllowedOrigins, []);
+  t.same(parseConfig({ ...good, OIDC_JWKS_ALLOWED_ORIGINS: 'https://www.googleapis.com, https://10.0.0.1:6443' }).oidcJwksAllowedOrigins, [
+    'https://www.googleapis.com',
+    'https://10.0.0.1:6443',
+  ]);
+  for (const bad of ['www.googleapis.com', 'https://www.googleapis.com/oauth2/v3/certs', 'http://169.254.169.254']) {
+    t.throws(() => parseConfig({ ...good, OIDC_JWKS_ALLOWED_ORIGINS: bad }), { message: /^invalid OIDC_JWKS_ALLOWED_ORIGINS: '/ }, bad);
+  }
+});

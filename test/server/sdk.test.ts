@@ -32,7 +32,12 @@ for (const backend of BACKENDS) {
     // accessToken): the login goes over HTTP, and the SDK is handed the access token.
     await t.test('a JWT Auth access token drives the SDK: accessToken(), listSecrets, renew', async (t) => {
       const issuer = await startIssuer(t);
-      await svc.services.jwtAuth.attach(SYSTEM, 'jwt-auth', seeded.identityId, { configurationType: 'static', publicKeys: [issuer.keys[0]!.spki] });
+      await svc.services.jwtAuth.attach(SYSTEM, 'jwt-auth', seeded.identityId, {
+        configurationType: 'static',
+        publicKeys: [issuer.keys[0]!.spki],
+        boundIssuer: issuer.url,
+        boundSubject: 'system:serviceaccount:external-secrets:external-secrets',
+      });
       const login = await request(`${svc.url}/api/v1/auth/jwt-auth/login`, { method: 'POST', json: { identityId: seeded.identityId, jwt: await issuer.sign() } });
       t.equal(login.status, 200, JSON.stringify(login.body));
       const viaJwt = new InfisicalSDK({ siteUrl: svc.url }).auth().accessToken(login.body.accessToken);

@@ -442,7 +442,7 @@ t.test('an identity scoped to prod / leaks nothing outside it', async (t) => {
     const issuer = await startIssuer(t);
     const configured = await machine(svc, 'configured-eso');
     const bare = await machine(svc, 'bare-eso');
-    const jwtBody = { configurationType: 'static', publicKeys: [issuer.keys[0]!.spki], boundSubject: 'leak-subject' };
+    const jwtBody = { configurationType: 'static', publicKeys: [issuer.keys[0]!.spki], boundIssuer: issuer.url, boundSubject: 'leak-subject' };
     const oidcBody = { oidcDiscoveryUrl: issuer.url, boundSubject: 'leak-subject' };
     const J = (id: string) => `/api/v1/auth/jwt-auth/identities/${id}`;
     const O = (id: string) => `/api/v1/auth/oidc-auth/identities/${id}`;

@@ -1,7 +1,12 @@
 // The key sources of JWT / OIDC auth against a real local issuer (node:http, keys made by
 // jose): algorithms allowed, times checked with a bounded skew, a JWKS reloaded for a new
-// key id at most once per cooldown, and an issuer that hangs or is down answered with
-// 503 within the fetch deadline.
+// key id at most once per cooldown, an issuer that hangs or is down answered with
+// 503 within the fetch deadline, and the fetch rules (server/domain/fetchGuard.ts) held
+// on real connections.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { SignJWT, base64url } from 'jose';
 import t from 'tap';
 import { AppError } from '../../../server/errors.js';
@@ -137,4 +142,99 @@ t.test('OIDC: discovery cached; a failed discovery is not retried within the coo
   other.mode = 'up';
   t.equal((await refusal(keys.verifyOidc(otherJwt, other.url, ''))).status, 'UNAVAILABLE', 'still refused within the cooldown');
   t.equal(other.hits.discovery, 0, 'without another fetch');
+});
+
+type Line = Record<string, unknown>;
+
+t.test("fetch rules: a discovery document's jwks_uri keeps its origin; a refusal is a 503 and one log line", async (t) => {
+  const a = await startIssuer(t);
+  const b = await startIssuer(t);
+  const lines: Line[] = [];
+  const keys = keySources({ cooldownMs: 0, timeoutMs: 1000, log: (f) => lines.push(f) });
+  const jwt = await a.sign();
+  const portA = new URL(a.url).port;
+  const steered = [
+    b.jwksUrl, // another port of the same address: another origin
+    b.jwksUrl.replace('127.0.0.1', '0x7f000001'),
+    b.jwksUrl.replace('127.0.0.1', '2130706433'),
+    `http://[::1]:${portA}/openid/v1/jwks`,
+    `http://localhost:${portA}/openid/v1/jwks`,
+    'http://169.254.169.254/latest/meta-data/iam/security-credentials/',
+    'http://[::ffff:169.254.169.254]/latest/meta-data/',
+    'http://metadata.google.internal/computeMetadata/v1/',
+  ];
+  for (const uri of steered) {
+    a.jwksUri = uri;
+    t.match(await refusal(keys.verifyOidc(jwt, a.url, '')), { status: 'UNAVAILABLE', message: /OIDC discovery document could not be read/ }, uri);
+    t.match(lines.at(-1), { event: 'jwt-key-source-refused', source: 'OIDC discovery document', reason: /^jwks_uri .* is not the discovery document's origin/ }, uri);
+  }
+  t.equal(lines.length, steered.length, 'one line per refused fetch');
+  t.notMatch(JSON.stringify(lines), /eyJ/, 'no token in the log');
+  t.equal(a.hits.jwks + b.hits.jwks, 0, 'no key fetch reached either server');
+
+  a.jwksUri = undefined;
+  t.ok(await keys.verifyOidc(jwt, a.url, ''), "the document's own origin is fetched");
+
+  // An origin the operator listed is fetched.
+  const listed = keySources({ jwksAllowedOrigins: [new URL(b.url).origin] });
+  b.keys = a.keys;
+  a.jwksUri = b.jwksUrl;
+  t.ok(await listed.verifyOidc(jwt, a.url, ''), 'a listed origin');
+  t.equal(b.hits.jwks, 1);
+});
+
+t.test('fetch rules: every fetch refuses metadata literals; names are checked on what they resolve to, at connect time', async (t) => {
+  const issuer = await startIssuer(t);
+  const port = new URL(issuer.url).port;
+  const jwt = await issuer.sign();
+  const lines: Line[] = [];
+  let answer = '127.0.0.1';
+  const resolve = async (name: string) => {
+    if (name !== 'localhost' && name !== 'issuer.example.test') throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
+    return [{ address: answer, family: 4 }];
+  };
+  const keys = keySources({ resolve, cooldownMs: 0, timeoutMs: 1000, log: (f) => lines.push(f) });
+
+  for (const url of ['http://169.254.169.254/latest/meta-data/', 'http://0xa9fea9fe/jwks', 'http://[fd00:ec2::254]/jwks', 'http://100.100.100.200/jwks', 'http://metadata.google.internal/jwks']) {
+    t.match(await refusal(keys.verifyJwks(jwt, url, '')), { status: 'UNAVAILABLE', message: /JWKS could not be read/ }, url);
+    t.match(lines.at(-1), { event: 'jwt-key-source-refused', source: 'JWKS', reason: /link-local|metadata/ }, url);
+  }
+  t.match(await refusal(keys.verifyOidc(jwt, 'http://[fe80::1]', '')), { status: 'UNAVAILABLE', message: /discovery document/ }, 'a discovery URL too');
+  t.match(lines.at(-1), { source: 'OIDC discovery document', reason: /fe80::1 is a link-local address/ });
+
+  t.ok(await keys.verifyJwks(jwt, `http://localhost:${port}/openid/v1/jwks`, ''), 'localhost names loopback: fetched');
+  t.equal(issuer.hits.jwks, 1);
+  t.match(await refusal(keys.verifyJwks(jwt, `http://issuer.example.test:${port}/openid/v1/jwks`, '')), { status: 'UNAVAILABLE' });
+  t.match(lines.at(-1), { reason: /issuer\.example\.test resolves to a loopback address/ }, 'a name that only resolves to loopback is not');
+  // The name now answers a metadata address (DNS rebinding): the connection checks the new answer.
+  answer = '169.254.169.254';
+  t.match(await refusal(keys.verifyJwks(jwt, `http://localhost:${port}/openid/v1/jwks?v=2`, '')), { status: 'UNAVAILABLE' });
+  t.match(lines.at(-1), { url: `http://localhost:${port}/openid/v1/jwks`, reason: /localhost resolves to 169\.254\.169\.254: 169\.254\.169\.254 is a link-local address/ }, 'the log names the origin and path, not the query');
+  t.equal(issuer.hits.jwks, 1, 'no refused fetch reached the server');
+});
+
+t.test('fetch rules: an https discovery document cannot send the key fetch to http', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'issuer-tls-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  execFileSync('openssl', [
+    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1',
+    '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
+    '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
+  ], { stdio: 'ignore' });
+  const tls = { key: readFileSync(join(dir, 'key.pem'), 'utf8'), cert: readFileSync(join(dir, 'cert.pem'), 'utf8') };
+  const issuer = await startIssuer(t, { tls });
+  const plain = await startIssuer(t);
+  plain.keys = issuer.keys;
+  const lines: Line[] = [];
+  const keys = keySources({ cooldownMs: 0, timeoutMs: 1000, jwksAllowedOrigins: [new URL(plain.url).origin], log: (f) => lines.push(f) });
+  const jwt = await issuer.sign();
+  for (const uri of [issuer.jwksUrl.replace('https:', 'http:'), plain.jwksUrl]) {
+    issuer.jwksUri = uri;
+    t.match(await refusal(keys.verifyOidc(jwt, issuer.url, tls.cert)), { status: 'UNAVAILABLE' }, uri);
+    t.match(lines.at(-1), { reason: /downgrades the discovery document's https to http/ }, `${uri}: refused even when listed`);
+  }
+  t.equal(plain.hits.jwks + issuer.hits.jwks, 0);
+  issuer.jwksUri = undefined;
+  t.match(await keys.verifyOidc(jwt, issuer.url, tls.cert), { issuer: issuer.url }, 'https under https verifies (with the CA)');
+  t.equal(issuer.hits.jwks, 1);
 });

@@ -94,7 +94,10 @@ t.test('every state-changing route goes through the write pipeline', async (t) =
     return { userId: user.id as string, email, password, token };
   };
   // JWT / OIDC auth: an identity with `method` attached (keys from the local issuer), a member of the project.
-  const tokenAuthBody = (method: string) => (method === 'jwt-auth' ? { configurationType: 'jwks', jwksUrl: issuer.jwksUrl } : { oidcDiscoveryUrl: issuer.url });
+  const tokenAuthBody = (method: string) => ({
+    ...(method === 'jwt-auth' ? { configurationType: 'jwks', jwksUrl: issuer.jwksUrl, boundIssuer: issuer.url } : { oidcDiscoveryUrl: issuer.url }),
+    boundSubject: 'system:serviceaccount:external-secrets:*',
+  });
   const tokenIdentity = async (method: string, projectId: string) => {
     const id = (await ok(a.call('POST', '/api/v1/identities', admin, { name: fresh('workload') }), 'identity')).identity.id as string;
     await ok(a.call('POST', `/api/v1/projects/${projectId}/memberships/identities/${id}`, admin, { role: 'member' }), 'membership');

@@ -66,7 +66,7 @@ t.test('static keys: attach in Infisical shape, log in, read, bindings refused w
     accessTokenNumUsesLimit: 0,
   });
   t.same((await call('GET', CFG(seeded.identityId))).body, attach.body, 'GET answers what was attached');
-  t.equal((await call('POST', CFG(seeded.identityId), { configurationType: 'static', publicKeys: [issuer.keys[0]!.spki] })).status, 400, 'attached once');
+  t.equal((await call('POST', CFG(seeded.identityId), { configurationType: 'static', publicKeys: [issuer.keys[0]!.spki], ...bound(issuer) })).status, 400, 'attached once');
   const identity = (await call('GET', `/api/v1/identities/${seeded.identityId}`)).body.identity;
   t.same(identity.authMethods, ['universal-auth', 'jwt-auth'], 'the identity lists its methods');
   const membership = (await call('GET', `/api/v1/projects/${seeded.projectId}/memberships/identities/${seeded.identityId}`)).body;
@@ -136,6 +136,17 @@ t.test('configuration: refused input names the field; PATCH keeps what is not gi
     [{ configurationType: 'jwks', jwksUrl: issuer.jwksUrl, boundClaims: { '': 'x' } }, 422, /boundClaims/],
     [{ configurationType: 'jwks', jwksUrl: issuer.jwksUrl, boundClaims: { a: 1 } }, 422, /boundClaims/],
     [{ configurationType: 'jwks', jwksUrl: issuer.jwksUrl, accessTokenTrustedIps: [] }, 422, /accessTokenTrustedIps/],
+    // Link-local and metadata addresses are never fetched, however spelled.
+    ...[
+      'http://169.254.169.254/latest/meta-data/',
+      'http://0xa9fea9fe/jwks',
+      'http://2852039166/jwks',
+      'http://[::ffff:169.254.169.254]/jwks',
+      'http://[fe80::1]/jwks',
+      'http://[fd00:ec2::254]/jwks',
+      'http://100.100.100.200/jwks',
+      'http://metadata.google.internal/jwks',
+    ].map((jwksUrl): [unknown, number, RegExp] => [{ configurationType: 'jwks', jwksUrl, ...bound(issuer) }, 422, /^jwksUrl: .* never fetched$/]),
   ];
   for (const [body, status, message] of cases) {
     const r = await call('POST', CFG(id), body);
@@ -143,9 +154,9 @@ t.test('configuration: refused input names the field; PATCH keeps what is not gi
     t.match(r.body?.message, message);
   }
   t.equal((await call('GET', CFG(id))).status, 404, 'nothing was attached');
-  t.equal((await call('POST', CFG('00000000-0000-4000-8000-000000000000'), { configurationType: 'jwks', jwksUrl: issuer.jwksUrl })).status, 404);
+  t.equal((await call('POST', CFG('00000000-0000-4000-8000-000000000000'), { configurationType: 'jwks', jwksUrl: issuer.jwksUrl, ...bound(issuer) })).status, 404);
 
-  const made = await call('POST', CFG(id), { configurationType: 'jwks', jwksUrl: issuer.jwksUrl, boundSubject: SUB });
+  const made = await call('POST', CFG(id), { configurationType: 'jwks', jwksUrl: issuer.jwksUrl, boundIssuer: issuer.url, boundSubject: SUB });
   t.equal(made.status, 200, JSON.stringify(made.body));
   t.match(made.body.identityJwtAuth, { accessTokenTTL: 2592000, accessTokenMaxTTL: 2592000, publicKeys: [], configurationType: 'jwks' });
   const patched = await call('PATCH', CFG(id), { accessTokenTTL: 60, boundClaims: { 'kubernetes.io.namespace': 'a,  b ,' } });
@@ -155,7 +166,84 @@ t.test('configuration: refused input names the field; PATCH keeps what is not gi
   t.match(toStatic.body.identityJwtAuth, { configurationType: 'static', jwksUrl: '', publicKeys: [key.spki.trim()] }, 'switching type drops the JWKS URL');
   t.equal((await call('PATCH', CFG(id), { publicKeys: [] })).status, 422, 'a static configuration keeps at least one key');
   t.equal((await call('PATCH', CFG(id), { accessTokenTTL: 3_000_000 })).status, 400, 'the TTL pair is checked on the merged result');
+  const toMetadata = await call('PATCH', CFG(id), { configurationType: 'jwks', jwksUrl: 'http://[::ffff:a9fe:a9fe]/latest/meta-data/' });
+  t.equal(toMetadata.status, 422, 'an update to a metadata address is refused too');
+  t.match(toMetadata.body?.message, /jwksUrl: .*169\.254\.169\.254.*link-local/);
   t.equal((await call('GET', CFG(id))).body.identityJwtAuth.accessTokenTTL, 60, 'a refused PATCH changed nothing');
+});
+
+t.test('configuration: it must bind the issuer and the subject or a claim (an audience alone is not enough)', async (t) => {
+  const { seeded, issuer, call } = await setUp(t);
+  const id = seeded.identityId;
+  const jwks = { configurationType: 'jwks', jwksUrl: issuer.jwksUrl };
+  const statik = { configurationType: 'static', publicKeys: [issuer.keys[0]!.spki] };
+  const noIssuer = /boundIssuer is required/;
+  const noSubject = /boundSubject or boundClaims is required/;
+  const cases: Array<[unknown, RegExp[], RegExp[]]> = [
+    [jwks, [noIssuer, noSubject], []],
+    [statik, [noIssuer, noSubject], []],
+    [{ ...jwks, boundAudiences: AUD }, [noIssuer, noSubject, /audience/], []],
+    [{ ...statik, boundSubject: SUB, boundAudiences: AUD }, [noIssuer], [noSubject]],
+    [{ ...jwks, boundClaims: { 'kubernetes.io.namespace': 'external-secrets' } }, [noIssuer], [noSubject]],
+    [{ ...jwks, boundIssuer: issuer.url, boundAudiences: AUD }, [noSubject], [noIssuer]],
+    [{ ...statik, boundIssuer: issuer.url }, [noSubject], [noIssuer]],
+    [{ ...jwks, boundIssuer: issuer.url, boundSubject: '**' }, [noSubject], []],
+    [{ ...jwks, boundIssuer: issuer.url, boundSubject: '*' }, [noSubject], []],
+    [{ ...jwks, boundIssuer: issuer.url, boundClaims: { 'kubernetes.io.namespace': 'external-secrets, *' } }, [noSubject], []],
+  ];
+  for (const [body, named, notNamed] of cases) {
+    const r = await call('POST', CFG(id), body);
+    t.equal(r.status, 422, `${JSON.stringify(body).slice(0, 120)} → ${JSON.stringify(r.body?.message)}`);
+    for (const m of named) t.match(r.body?.message, m);
+    for (const m of notNamed) t.notMatch(r.body?.message, m);
+  }
+  t.equal((await call('GET', CFG(id))).status, 404, 'nothing was attached');
+
+  // Issuer and a claim (no subject) is enough; so is issuer and subject.
+  const made = await call('POST', CFG(id), { ...jwks, boundIssuer: issuer.url, boundClaims: { 'kubernetes.io.namespace': 'external-secrets' } });
+  t.equal(made.status, 200, JSON.stringify(made.body));
+  // An update is held to the same rule, on the merged result; a refused one changes nothing.
+  const patches: Array<[unknown, RegExp]> = [
+    [{ boundIssuer: '' }, noIssuer],
+    [{ boundClaims: {} }, noSubject],
+    [{ boundClaims: {}, boundAudiences: AUD }, noSubject],
+    [{ boundClaims: {}, boundSubject: '**' }, noSubject],
+  ];
+  for (const [body, message] of patches) {
+    const r = await call('PATCH', CFG(id), body);
+    t.equal(r.status, 422, `PATCH ${JSON.stringify(body)} → ${JSON.stringify(r.body?.message)}`);
+    t.match(r.body?.message, message);
+  }
+  t.same((await call('GET', CFG(id))).body, made.body, 'the refused PATCHes changed nothing');
+  const swapped = await call('PATCH', CFG(id), { boundClaims: {}, boundSubject: SUB });
+  t.equal(swapped.status, 200, 'the claim swapped for a subject in one PATCH');
+});
+
+t.test('a configuration stored before bindings were required does not log in until it binds', async (t) => {
+  const { svc, seeded, issuer, call, login, read } = await setUp(t);
+  const { DEFAULT_SETTINGS } = await import('../../../../server/domain/jwtAuth.js');
+  // As a row of an earlier version: a JWKS and an audience, nothing else bound.
+  await svc.services.store.jwtAuths.insert(seeded.identityId, 'jwt-auth', {
+    ...DEFAULT_SETTINGS,
+    configurationType: 'jwks',
+    jwksUrl: issuer.jwksUrl,
+    boundAudiences: AUD,
+  });
+  const anyone = await issuer.sign({ iss: 'https://token.actions.githubusercontent.com', sub: 'repo:stranger/repo:ref:refs/heads/main', aud: AUD });
+  for (const jwt of [anyone, await issuer.sign()]) {
+    refused(t, await login(jwt), 403, /must bind the issuer and the subject or a claim: boundIssuer is required.*boundSubject or boundClaims is required.*superadmin must PATCH/);
+  }
+  t.equal(issuer.hits.jwks, 0, 'refused before any key was fetched');
+  const [count] = await svc.services.store.sql<{ n: number }[]>`select count(*)::int as n from identity_access_tokens where auth_method = 'jwt-auth'`;
+  t.equal(count!.n, 0, 'no token was written');
+  // Reading it still works; a PATCH that leaves it unbound is refused; one that binds it is taken.
+  t.equal((await call('GET', CFG(seeded.identityId))).status, 200);
+  refused(t, await call('PATCH', CFG(seeded.identityId), { accessTokenTTL: 60 }), 422, /boundIssuer is required/);
+  t.equal((await call('PATCH', CFG(seeded.identityId), { boundIssuer: issuer.url, boundSubject: SUB })).status, 200);
+  const ok = await login(await issuer.sign());
+  t.equal(ok.status, 200, JSON.stringify(ok.body));
+  t.equal((await read(ok.body.accessToken)).status, 200);
+  refused(t, await login(anyone), 403, /issuer mismatch/);
 });
 
 t.test('JWKS: logins verified with the issuer key set; the issuer down is a 503 within the deadline', async (t) => {
@@ -183,7 +271,7 @@ t.test('JWKS: logins verified with the issuer key set; the issuer down is a 503 
 
 t.test('tokens: TTL, max TTL, renew, use limit; removing JWT Auth kills them at once', async (t) => {
   const { svc, seeded, issuer, call, login, read } = await setUp(t);
-  t.equal((await call('POST', CFG(seeded.identityId), { configurationType: 'static', publicKeys: [issuer.keys[0]!.spki], accessTokenTTL: 60, accessTokenMaxTTL: 120 })).status, 200);
+  t.equal((await call('POST', CFG(seeded.identityId), { configurationType: 'static', publicKeys: [issuer.keys[0]!.spki], ...bound(issuer), accessTokenTTL: 60, accessTokenMaxTTL: 120 })).status, 200);
   const first = await login(await issuer.sign());
   t.match(first.body, { expiresIn: 60, accessTokenMaxTTL: 120 });
   const [row] = await svc.services.store.sql<{ expiresAt: Date; maxExpiresAt: Date; clientSecretId: string | null }[]>`select expires_at, max_expires_at, client_secret_id
@@ -207,7 +295,7 @@ t.test('tokens: TTL, max TTL, renew, use limit; removing JWT Auth kills them at 
   t.equal(removed.status, 200, JSON.stringify(removed.body));
   t.notOk('publicKeys' in removed.body.identityJwtAuth, "Infisical's DELETE answer omits the keys");
   for (const token of [first.body.accessToken, renewed.body.accessToken, other]) t.equal((await read(token)).status, 401, 'dead once JWT Auth is removed');
-  t.equal((await call('POST', CFG(seeded.identityId), { configurationType: 'static', publicKeys: [issuer.keys[0]!.spki] })).status, 200);
+  t.equal((await call('POST', CFG(seeded.identityId), { configurationType: 'static', publicKeys: [issuer.keys[0]!.spki], ...bound(issuer) })).status, 200);
   t.equal((await read(renewed.body.accessToken)).status, 401, 'attaching JWT Auth again does not revive them');
   t.equal((await call('GET', `/api/v3/secrets/raw?${ESO_LIST_QUERY}`, undefined, (await login(await issuer.sign())).body.accessToken)).status, 200, 'a new login works');
   refused(t, await call('DELETE', CFG('00000000-0000-4000-8000-000000000000')), 404, /not found/);
@@ -217,7 +305,7 @@ t.test('a Universal Auth token is not a JWT Auth token: binding by method', asyn
   const { svc, seeded, issuer, call, read } = await setUp(t);
   const { identityTokens } = await import('../../../../server/auth/tokens.js');
   const tokens = identityTokens(Buffer.from(svc.env.AUTH_SECRET!, 'base64'));
-  await call('POST', CFG(seeded.identityId), { configurationType: 'static', publicKeys: [issuer.keys[0]!.spki] });
+  t.equal((await call('POST', CFG(seeded.identityId), { configurationType: 'static', publicKeys: [issuer.keys[0]!.spki], ...bound(issuer) })).status, 200);
   const jwtToken = (await request(`${svc.url}${LOGIN}`, { method: 'POST', json: { identityId: seeded.identityId, jwt: await issuer.sign() } })).body.accessToken;
   const claims = await tokens.verify(jwtToken);
   t.equal(claims.authMethod, 'jwt-auth');
