@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { parseIpRangeList, type IpRange } from './http/clientAddress.js';
 import { parseOriginList } from './domain/fetchGuard.js';
 import type { RootKeySpec } from '../crypto/index.js';
+import { postgresTls, redisTransport, TransportConfigError } from '../storage/tls.js';
 
 export const ENCRYPTION_KEY_MESSAGE = 'ENCRYPTION_KEY must be 32 hex characters';
 export const AUTH_SECRET_MESSAGE = 'invalid AUTH_SECRET';
@@ -51,6 +52,9 @@ const schema = z.object({
   HOST: setting(z.string().default('0.0.0.0')),
   DATABASE_URL: optionalUrl,
   REDIS_URL: optionalUrl,
+  // Read and checked below (transportSettings).
+  DATABASE_CA_FILE: optionalUrl,
+  REDIS_CA_FILE: optionalUrl,
   DATA_DIR: setting(z.string().default('./data')),
   DB_WAIT_SECONDS: setting(integer(0).default(180)),
   CRYPTO_THREADS: setting(integer(1, 64).optional()),
@@ -116,7 +120,13 @@ export interface Config {
   port: number;
   host: string;
   databaseUrl?: string;
+  /** DATABASE_CA_FILE: the CA of the server's certificate (sslmode in DATABASE_URL: storage/tls.ts). */
+  databaseCaFile?: string;
   redisUrl?: string;
+  /** REDIS_CA_FILE: the CA of the server's certificate (rediss:// only). */
+  redisCaFile?: string;
+  /** REDIS_PASSWORD or REDIS_PASSWORD_FILE (never in the process's arguments). */
+  redisPassword?: string;
   dataDir: string;
   dbWaitMs: number;
   cryptoThreads?: number;
@@ -180,6 +190,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     );
   }
   const e = result.data;
+  const transport = transportSettings(env, e);
   return {
     nodeEnv: e.NODE_ENV,
     ...parseKeySettings(env),
@@ -188,6 +199,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     host: e.HOST,
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
+    ...transport,
     dataDir: resolve(e.DATA_DIR),
     dbWaitMs: e.DB_WAIT_SECONDS * 1000,
     cryptoThreads: e.CRYPTO_THREADS,
@@ -207,6 +219,43 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     trustedProxies: e.TRUSTED_PROXIES,
     oidcJwksAllowedOrigins: e.OIDC_JWKS_ALLOWED_ORIGINS,
   };
+}
+
+/**
+ * The database's and Redis's TLS and the Redis password, checked as the connections will
+ * apply them (storage/tls.ts), so a bad setting stops the start with one line naming it.
+ */
+function transportSettings(
+  env: Record<string, string | undefined>,
+  e: { DATABASE_URL?: string; REDIS_URL?: string; DATABASE_CA_FILE?: string; REDIS_CA_FILE?: string },
+): Pick<Config, 'databaseCaFile' | 'redisCaFile' | 'redisPassword'> {
+  const password = blankIsUnset(env.REDIS_PASSWORD) as string | undefined;
+  const passwordFile = blankIsUnset(env.REDIS_PASSWORD_FILE) as string | undefined;
+  if (password !== undefined && passwordFile !== undefined) throw new ConfigError('REDIS_PASSWORD and REDIS_PASSWORD_FILE are both set: give one');
+  let redisPassword = password;
+  if (passwordFile !== undefined) {
+    try {
+      // A trailing newline (as editors and `echo` leave one) is not part of the password.
+      redisPassword = readFileSync(passwordFile, 'utf8').replace(/[\r\n]+$/, '');
+    } catch (err) {
+      throw new ConfigError(`REDIS_PASSWORD_FILE: cannot read ${passwordFile} (${(err as { code?: string }).code ?? 'error'})`);
+    }
+    if (redisPassword === '') throw new ConfigError(`REDIS_PASSWORD_FILE: ${passwordFile} is empty`);
+  }
+  if (e.DATABASE_URL === undefined && e.DATABASE_CA_FILE !== undefined) {
+    throw new ConfigError('DATABASE_CA_FILE is set but DATABASE_URL is not (the embedded database has no network link)');
+  }
+  if (e.REDIS_URL === undefined && (e.REDIS_CA_FILE !== undefined || redisPassword !== undefined)) {
+    throw new ConfigError(`${e.REDIS_CA_FILE !== undefined ? 'REDIS_CA_FILE' : passwordFile !== undefined ? 'REDIS_PASSWORD_FILE' : 'REDIS_PASSWORD'} is set but REDIS_URL is not`);
+  }
+  try {
+    if (e.DATABASE_URL !== undefined) postgresTls(e.DATABASE_URL, e.DATABASE_CA_FILE);
+    if (e.REDIS_URL !== undefined) redisTransport(e.REDIS_URL, { caFile: e.REDIS_CA_FILE, password: redisPassword });
+  } catch (err) {
+    if (err instanceof TransportConfigError) throw new ConfigError(err.message);
+    throw err;
+  }
+  return { databaseCaFile: e.DATABASE_CA_FILE, redisCaFile: e.REDIS_CA_FILE, redisPassword };
 }
 
 export type KeySettings = Pick<Config, 'keyProvider' | 'encryptionKey' | 'pkcs11'>;
@@ -310,7 +359,7 @@ export function rootKeySpec(config: Pick<Config, 'keyProvider' | 'encryptionKey'
 }
 
 /** The settings that carry a secret, dropped from the environment once the workers hold it. */
-export const SECRET_SETTINGS = ['ENCRYPTION_KEY', 'AUTH_SECRET', 'PKCS11_PIN'] as const;
+export const SECRET_SETTINGS = ['ENCRYPTION_KEY', 'AUTH_SECRET', 'PKCS11_PIN', 'REDIS_PASSWORD'] as const;
 
 export const DEV_KEYS_FILE = 'dev-keys.env';
 

@@ -2,6 +2,7 @@
 import { createCrypto, type Crypto } from '../crypto/index.js';
 import { memoryBus, redisBus, type CacheBus } from '../storage/cache.js';
 import { connectDatabase, type Database } from '../storage/db.js';
+import { redisTransport } from '../storage/tls.js';
 import { createStore, type Store } from '../storage/index.js';
 import { sweepAccessTokens } from '../storage/identities.js';
 import { loadMigrations, migrate } from '../storage/migrate.js';
@@ -169,6 +170,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
   try {
     const db = await connectDatabase({
       databaseUrl: config.databaseUrl,
+      caFile: config.databaseCaFile,
       dataDir: config.dataDir,
       waitMs: config.dbWaitMs,
       deadlineMs: config.requestDeadlineMs,
@@ -236,7 +238,12 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
     const namespace = config.redisUrl ? (await store.organizations.ensureDefault()).id : undefined;
     // Start-up waits for Redis as it does for the database (the chart starts both beside the service).
     const bus = config.redisUrl
-      ? await redisBus(config.redisUrl, { namespace, waitMs: config.dbWaitMs, log: (m) => log.warn({ event: 'redis' }, m) })
+      ? await redisBus(config.redisUrl, {
+          namespace,
+          waitMs: config.dbWaitMs,
+          transport: redisTransport(config.redisUrl, { caFile: config.redisCaFile, password: config.redisPassword }),
+          log: (m) => log.warn({ event: 'redis' }, m),
+        })
       : memoryBus();
     cleanups.push(() => bus.close());
     // AUTH_SECRET's bytes are zeroed once its per-purpose keys exist; the field goes too.

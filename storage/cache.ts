@@ -3,6 +3,7 @@
 // plaintext never enters a cache, in-process or Redis.
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { certificateRefused, isCertificateError, type RedisTransport } from './tls.js';
 
 export type InvalidationHandler = (topic: string, key: string) => void;
 
@@ -75,6 +76,8 @@ export interface RedisBusOptions {
   staleAfterMs?: number;
   /** How long start-up waits (with backoff) for an unreachable Redis. */
   waitMs?: number;
+  /** TLS (rediss://, with REDIS_CA_FILE) and the password given apart from the URL: tls.ts's redisTransport. */
+  transport?: RedisTransport;
 }
 
 type Message = { o?: unknown; t?: unknown; k?: unknown; i?: unknown; flush?: unknown };
@@ -126,13 +129,15 @@ export async function redisBus(url: string, opts: RedisBusOptions = {}): Promise
     autoResubscribe: false,
     // During start-up the wait loop below retries; afterwards ioredis reconnects forever.
     retryStrategy: (times: number) => (starting ? null : Math.min(times * 100, 2_000)),
+    ...(opts.transport?.tls ? { tls: opts.transport.tls } : {}),
+    ...(opts.transport?.password !== undefined ? { password: opts.transport.password } : {}),
   };
   // The publisher sends only PUBLISH: a commit group's invalidations (one per revoked
   // token) and acknowledgements issued in one turn of the event loop go out in one write.
   const pub = new Redis(url, { ...options, enableAutoPipelining: true });
   const sub = new Redis(url, options);
-  let lastError = 'no answer';
-  for (const c of [pub, sub]) c.on('error', (err: Error) => void (lastError = describe(err)));
+  let lastError: unknown = new Error('no answer');
+  for (const c of [pub, sub]) c.on('error', (err: Error) => void (lastError = err));
   const connectAndSubscribe = async () => {
     for (const c of [pub, sub]) if (c.status !== 'ready') await c.connect();
     await sub.subscribe(channel, ackChannel);
@@ -357,7 +362,7 @@ export async function redisBus(url: string, opts: RedisBusOptions = {}): Promise
  * Connects with capped exponential backoff like waitForDatabase, so a first start while
  * Redis is still coming up (it starts beside the service) waits instead of crash-looping.
  */
-async function waitForRedis(attempt: () => Promise<void>, waitMs: number, lastError: () => string, log?: (msg: string) => void): Promise<void> {
+async function waitForRedis(attempt: () => Promise<void>, waitMs: number, lastError: () => unknown, log?: (msg: string) => void): Promise<void> {
   const deadline = Date.now() + waitMs;
   let delay = 250;
   for (;;) {
@@ -365,10 +370,13 @@ async function waitForRedis(attempt: () => Promise<void>, waitMs: number, lastEr
       await attempt();
       return;
     } catch {
+      const err = lastError();
+      // A refused certificate is the configuration's: waiting cannot fix it.
+      if (isCertificateError(err)) throw new Error(certificateRefused('redis', err));
       if (Date.now() + delay > deadline) {
-        throw new Error(`redis unreachable after ${Math.round(waitMs / 1000)} s: ${lastError()}`);
+        throw new Error(`redis unreachable after ${Math.round(waitMs / 1000)} s: ${describe(err)}`);
       }
-      log?.(`redis not reachable yet (${lastError()}); retrying in ${delay} ms`);
+      log?.(`redis not reachable yet (${describe(err)}); retrying in ${delay} ms`);
       await new Promise((r) => setTimeout(r, delay));
       delay = Math.min(delay * 2, 5_000);
     }

@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import postgres from 'postgres';
 import { PgliteLink } from './embeddedLink.js';
+import { certificateRefused, isCertificateError, postgresTls } from './tls.js';
 
 export type Sql = postgres.Sql<Record<string, never>>;
 export type Tx = postgres.TransactionSql<Record<string, never>>;
@@ -26,6 +27,8 @@ export interface Database {
 
 export interface ConnectOptions {
   databaseUrl?: string;
+  /** DATABASE_CA_FILE: the CA that signs the server's certificate (see tls.ts for sslmode). */
+  caFile?: string;
   dataDir: string;
   /** Max time to wait for an unreachable database before giving up. */
   waitMs?: number;
@@ -60,9 +63,11 @@ export async function connectDatabase(opts: ConnectOptions): Promise<Database> {
   return connectEmbedded(opts);
 }
 
-async function connectServer(url: string, opts: ConnectOptions): Promise<Database> {
+async function connectServer(databaseUrl: string, opts: ConnectOptions): Promise<Database> {
+  const { url, ssl } = postgresTls(databaseUrl, opts.caFile);
   const sql = postgres(url, {
     ...baseOptions,
+    ssl,
     max: opts.poolSize ?? 10,
     idle_timeout: 60,
     connect_timeout: Math.max(1, Math.ceil((opts.deadlineMs ?? 10_000) / 1000)),
@@ -84,6 +89,8 @@ export async function waitForDatabase(sql: Sql, waitMs: number, log?: (msg: stri
       await sql`select 1`;
       return;
     } catch (err) {
+      // A refused certificate is the configuration's: waiting cannot fix it.
+      if (isCertificateError(err)) throw new Error(certificateRefused('database', err));
       if (Date.now() + delay > deadline) {
         throw new Error(`database unreachable after ${Math.round(waitMs / 1000)} s: ${describe(err)}`);
       }

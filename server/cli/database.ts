@@ -10,6 +10,8 @@ import { CliError, stderrLog, type Io } from './command.js';
 
 export interface DatabaseTarget {
   databaseUrl?: string;
+  /** DATABASE_CA_FILE, as the service reads it. */
+  caFile?: string;
   dataDir: string;
   waitMs: number;
 }
@@ -20,7 +22,7 @@ export function databaseTarget(env: Record<string, string | undefined>): Databas
   const raw = env.DB_WAIT_SECONDS ?? '30';
   const seconds = Number(raw);
   if (!Number.isInteger(seconds) || seconds < 0) throw new CliError(`invalid DB_WAIT_SECONDS: ${raw}`);
-  return { databaseUrl, dataDir, waitMs: seconds * 1000 };
+  return { databaseUrl, caFile: env.DATABASE_CA_FILE?.trim() || undefined, dataDir, waitMs: seconds * 1000 };
 }
 
 export function describeTarget(t: DatabaseTarget): string {

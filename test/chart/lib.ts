@@ -237,7 +237,7 @@ export type Schema = { [k: string]: unknown };
 /** Keywords this validator enforces, plus annotations it may ignore safely. */
 export const SUPPORTED_KEYWORDS = new Set([
   'type', 'enum', 'const', 'pattern', 'minimum', 'maximum', 'minLength', 'maxLength',
-  'required', 'properties', 'additionalProperties', 'anyOf', '$ref',
+  'required', 'properties', 'additionalProperties', 'anyOf', '$ref', 'items',
   // annotations / containers
   '$schema', 'title', 'description', 'definitions', 'default', 'examples',
 ]);
@@ -252,8 +252,8 @@ export function unsupportedKeywords(schema: unknown, at = '#'): string[] {
       for (const [name, sub] of Object.entries(v as Schema)) out.push(...unsupportedKeywords(sub, `${at}/${k}/${name}`));
     } else if (k === 'anyOf') {
       (v as unknown[]).forEach((sub, i) => out.push(...unsupportedKeywords(sub, `${at}/anyOf/${i}`)));
-    } else if (k === 'additionalProperties' && isMap(v)) {
-      out.push(...unsupportedKeywords(v, `${at}/additionalProperties`));
+    } else if ((k === 'additionalProperties' || k === 'items') && isMap(v)) {
+      out.push(...unsupportedKeywords(v, `${at}/${k}`));
     }
   }
   return out;
@@ -318,6 +318,9 @@ export function validate(root: Schema, value: unknown, schema: Schema = root, at
   if (Array.isArray(s.anyOf)) {
     const branches = (s.anyOf as Schema[]).map((b) => validate(root, value, b, at));
     if (!branches.some((b) => b.length === 0)) errors.push(`${at}: matches no anyOf branch (${branches.flat().join('; ')})`);
+  }
+  if (Array.isArray(value) && isMap(s.items)) {
+    value.forEach((item, i) => errors.push(...validate(root, item, s.items as Schema, `${at}[${i}]`)));
   }
   if (isMap(value)) {
     const props = isMap(s.properties) ? (s.properties as Record<string, Schema>) : {};

@@ -97,13 +97,15 @@ t.test('deployment: database and cache URLs built from secretKeyRef, never inlin
   t.notMatch(deployment, /\.Values\.(postgresql|redis)\.auth\.password/, 'passwords are not templated into the pod spec');
   const pg = /- name: POSTGRESQL_PASSWORD\n\s+valueFrom:\n\s+secretKeyRef:\n\s+name: \{\{ include "vault-standalone\.authSecretName" \. \}\}\n\s+key: postgresql-password/.exec(deployment);
   t.ok(pg, 'POSTGRESQL_PASSWORD from the chart Secret');
-  const dbUrl = /- name: DATABASE_URL\n\s+value: "postgres:\/\/\{\{ \.Values\.postgresql\.auth\.username \}\}:\$\(POSTGRESQL_PASSWORD\)@\{\{ include "vault-standalone\.postgresql\.fullname" \. \}\}:5432\/\{\{ \.Values\.postgresql\.auth\.database \}\}"/.exec(deployment);
+  const dbUrl = /- name: DATABASE_URL\n\s+value: "postgres:\/\/\{\{ \.Values\.postgresql\.auth\.username \}\}:\$\(POSTGRESQL_PASSWORD\)@\{\{ include "vault-standalone\.postgresql\.fullname" \. \}\}:5432\/\{\{ \.Values\.postgresql\.auth\.database \}\}(\?sslmode=verify-full)?"/.exec(deployment);
   t.ok(dbUrl, 'DATABASE_URL interpolates $(POSTGRESQL_PASSWORD)');
   t.ok(pg && dbUrl && pg.index < dbUrl.index, 'the variable is defined before it is used');
 
-  const rp = /- name: REDIS_PASSWORD\n\s+valueFrom:\n\s+secretKeyRef:\n\s+name: \{\{ include "vault-standalone\.authSecretName" \. \}\}\n\s+key: redis-password/.exec(deployment);
-  const redisUrl = /- name: REDIS_URL\n\s+value: "redis:\/\/:\$\(REDIS_PASSWORD\)@\{\{ include "vault-standalone\.redis\.fullname" \. \}\}:6379\/0"/.exec(deployment);
-  t.ok(rp && redisUrl && rp.index < redisUrl.index, 'REDIS_URL interpolates $(REDIS_PASSWORD) defined before');
+  // The Redis password: a file from the chart's Secret, neither in the URL nor in the environment.
+  t.match(deployment, /- name: REDIS_PASSWORD_FILE\n\s+value: \/var\/run\/secrets\/vault-standalone\/redis\/password\n\s+- name: REDIS_URL\n\s+value: "\{\{ if \.Values\.redis\.tls\.existingSecret \}\}rediss\{\{ else \}\}redis\{\{ end \}\}:\/\/\{\{ include "vault-standalone\.redis\.fullname" \. \}\}:6379\/0"/);
+  t.notMatch(deployment, /name: REDIS_PASSWORD\n/, 'no REDIS_PASSWORD variable');
+  t.notMatch(deployment, /REDIS_PASSWORD\)/, 'no $(REDIS_PASSWORD) in a URL');
+  t.match(defineBody(helpers, 'vault-standalone.redisPasswordSecret'), /dict "name" \(include "vault-standalone\.authSecretName" \.\) "key" "redis-password"/);
 
   // Disabled bundled services: URLs from existing Secrets.
   t.match(deployment, /name: DATABASE_URL\n\s+valueFrom:\n\s+secretKeyRef:\n\s+name: \{\{ \.Values\.externalDatabase\.existingSecret \| quote \}\}/);
@@ -159,8 +161,13 @@ t.test('redis: Deployment without PVC or persistence, requirepass from the Secre
   t.match(docs[1], /^kind: Deployment$/m);
   t.notMatch(docs[1], /volumeClaimTemplates|persistentVolumeClaim|\.Values\.redis\.persistence/, 'no volume claim');
   t.match(docs[1], /- name: data\n\s+emptyDir:/);
-  t.match(docs[1], /- name: REDIS_PASSWORD\n\s+valueFrom:\n\s+secretKeyRef:\n\s+name: \{\{ include "vault-standalone\.authSecretName" \. \}\}\n\s+key: redis-password/);
-  t.match(docs[1], /- "--requirepass"\n\s+- "\$\(REDIS_PASSWORD\)"/);
+  // The password: a config file from the chart's Secret (redis-server's first argument), never an argument.
+  t.notMatch(docs[1], /requirepass"|REDIS_PASSWORD/, 'no --requirepass, no REDIS_PASSWORD variable');
+  t.match(docs[1], /command: \["redis-server"\]\n\s+args:\n\s+- "\/etc\/redis-auth\/redis\.conf"/);
+  t.match(docs[1], /- name: auth\n\s+mountPath: \/etc\/redis-auth\n\s+readOnly: true/);
+  t.match(docs[1], /- name: auth\n\s+secret:\n\s+secretName: \{\{ include "vault-standalone\.authSecretName" \. \}\}\n\s+defaultMode: 0440\n\s+items:\n\s+- key: redis\.conf\n\s+path: redis\.conf/);
+  t.match(secret, /redis\.conf: \{\{ printf "requirepass %s\\n" \(include "vault-standalone\.redis\.password" \.\) \| b64enc \| quote \}\}/);
+  t.match(docs[1], /- name: REDISCLI_AUTH\n\s+valueFrom:\n\s+secretKeyRef:/, 'the probes\' redis-cli reads REDISCLI_AUTH');
   t.match(docs[1], /- "--appendonly"\n\s+- "no"/);
   t.match(docs[1], /- "--save"\n\s+- ""/, 'no RDB snapshots');
   t.notMatch(redis, /\.Values\.redis\.auth\.password/);
@@ -183,13 +190,13 @@ t.test('component labels keep the app, postgresql and redis apart', async (t) =>
 t.test('network policies: postgresql and redis only from the app pods; app on 8080', async (t) => {
   t.match(networkPolicy, /^\{\{- if \.Values\.networkPolicy\.enabled \}\}/);
   const docs = documents(networkPolicy);
-  t.equal(docs.length, 3);
+  t.equal(docs.length, 4);
   const byComponent = (c: string) => docs.find((d) => new RegExp(`podSelector:\\n\\s+matchLabels:\\n\\s+\\{\\{- include "vault-standalone\\.${c}" \\. \\| nindent 6 \\}\\}`).test(d));
 
   const app = byComponent('selectorLabels');
   t.ok(app, 'policy for the app pods');
   t.match(app, /policyTypes:\n\s+- Ingress/);
-  t.match(app, /ingress:\n\s+- ports:\n\s+- port: 8080/);
+  t.match(app, /ingress:\n\s+- ports:\n\s+- port: 8080\n\s+protocol: TCP\n\s+\{\{- if \.Values\.metrics\.enabled \}\}\n\s+- from:/, 'the API port from anywhere, the metrics port in a rule of its own');
 
   for (const [c, port] of [['postgresql', 5432], ['redis', 6379]] as const) {
     const doc = byComponent(`${c}.selectorLabels`);

@@ -36,25 +36,37 @@ export class PrivatePostgres {
     readonly dir: string,
     readonly port: number,
     private readonly asUser: { uid: number; gid: number } | undefined,
+    /** More server options for pg_ctl's -o, after the defaults (a later -c wins). */
+    private readonly extraOptions = '',
   ) {}
 
-  /** A fresh cluster on a free port, trust authentication, started; removed at teardown. */
-  static async create(t: TapLike): Promise<PrivatePostgres> {
+  /**
+   * A fresh cluster on a free port, trust authentication, started; removed at teardown.
+   * `prepare` runs after initdb, before the first start (files to put in `dir`, owned by
+   * the cluster's user); `options` are more server options (e.g. `-c ssl=on`).
+   */
+  static async create(t: TapLike, opts: { options?: string; prepare?: (pg: PrivatePostgres) => void | Promise<void> } = {}): Promise<PrivatePostgres> {
     const asUser = postgresUser();
     const dir = mkdtempSync(join(tmpdir(), 'vault-faults-pg-'));
     if (asUser) {
       chownSync(dir, asUser.uid, asUser.gid);
       chmodSync(dir, 0o700);
     }
-    const pg = new PrivatePostgres(dir, await freePort(), asUser);
+    const pg = new PrivatePostgres(dir, await freePort(), asUser, opts.options ?? '');
     t.teardown(async () => {
       await pg.resume().catch(() => {});
       await pg.ctl(['stop', '-m', 'immediate']).catch(() => {});
       rmSync(dir, { recursive: true, force: true });
     });
     await pg.exec(`${PG_BIN}/initdb`, ['-D', pg.data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
+    await opts.prepare?.(pg);
     await pg.start();
     return pg;
+  }
+
+  /** Makes `path` the cluster user's (PostgreSQL reads its key files only when they are its own). */
+  own(path: string): void {
+    if (this.asUser) chownSync(path, this.asUser.uid, this.asUser.gid);
   }
 
   get data(): string {
@@ -75,7 +87,7 @@ export class PrivatePostgres {
 
   /** Started and accepting connections (pg_ctl -w). */
   async start(): Promise<void> {
-    await this.ctl(['start', '-w', '-o', `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off`]);
+    await this.ctl(['start', '-w', '-o', `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off ${this.extraOptions}`]);
   }
 
   /** `pg_ctl stop -m immediate`: every backend dies at once, as in a crash. */

@@ -114,3 +114,33 @@ t.test('OIDC_JWKS_ALLOWED_ORIGINS: origins a discovery document may name for its
     t.throws(() => parseConfig({ ...good, OIDC_JWKS_ALLOWED_ORIGINS: bad }), { message: /^invalid OIDC_JWKS_ALLOWED_ORIGINS: '/ }, bad);
   }
 });
+
+t.test('transport: CA files, the Redis password by value or file, each checked at start', async (t) => {
+  const { mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const dir = mkdtempSync(join(tmpdir(), 'vault-config-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const passwordFile = join(dir, 'redis-password');
+  writeFileSync(passwordFile, 'from-a-file\n');
+  const redis = { ...good, REDIS_URL: 'redis://cache:6379/0' };
+
+  t.equal(parseConfig({ ...redis, REDIS_PASSWORD_FILE: passwordFile }).redisPassword, 'from-a-file', 'the trailing newline is not part of it');
+  t.equal(parseConfig({ ...redis, REDIS_PASSWORD: 'by-value' }).redisPassword, 'by-value');
+  t.equal(parseConfig(redis).redisPassword, undefined);
+  t.throws(() => parseConfig({ ...redis, REDIS_PASSWORD: 'a', REDIS_PASSWORD_FILE: passwordFile }), { message: 'REDIS_PASSWORD and REDIS_PASSWORD_FILE are both set: give one' });
+  t.throws(() => parseConfig({ ...redis, REDIS_PASSWORD_FILE: join(dir, 'missing') }), { message: /^REDIS_PASSWORD_FILE: cannot read .*missing \(ENOENT\)$/ });
+  writeFileSync(join(dir, 'empty'), '\n');
+  t.throws(() => parseConfig({ ...redis, REDIS_PASSWORD_FILE: join(dir, 'empty') }), { message: /REDIS_PASSWORD_FILE: .* is empty/ });
+  t.throws(() => parseConfig({ ...redis, REDIS_URL: 'redis://:inurl@cache:6379', REDIS_PASSWORD: 'a' }), { message: /give it once/ });
+  t.throws(() => parseConfig({ ...good, REDIS_PASSWORD: 'a' }), { message: 'REDIS_PASSWORD is set but REDIS_URL is not' });
+  t.throws(() => parseConfig({ ...good, REDIS_CA_FILE: '/ca.pem' }), { message: 'REDIS_CA_FILE is set but REDIS_URL is not' });
+  t.throws(() => parseConfig({ ...redis, REDIS_CA_FILE: '/ca.pem' }), { message: /REDIS_CA_FILE is set but REDIS_URL is redis:\/\// });
+  t.throws(() => parseConfig({ ...good, DATABASE_CA_FILE: '/ca.pem' }), { message: /^DATABASE_CA_FILE is set but DATABASE_URL is not/ });
+  t.throws(() => parseConfig({ ...good, DATABASE_URL: 'postgres://db/vault?sslmode=on' }), { message: /^DATABASE_URL: sslmode=on is not one of/ });
+  t.throws(() => parseConfig({ ...good, DATABASE_URL: 'postgres://db/vault?sslmode=verify-full', DATABASE_CA_FILE: join(dir, 'nope.pem') }), {
+    message: /^DATABASE_CA_FILE: cannot read/,
+  });
+  const c = parseConfig({ ...good, DATABASE_URL: 'postgres://db/vault?sslmode=require' });
+  t.equal(c.databaseCaFile, undefined);
+});

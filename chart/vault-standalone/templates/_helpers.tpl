@@ -91,6 +91,41 @@ alphabet is part of the contract).
 {{- $p -}}
 {{- end -}}
 
+{{/* redis-cli's TLS options for the probes (the chain against ca.crt; hiredis checks no host name). */}}
+{{- define "vault-standalone.redis.cliTls" -}}
+{{- if .Values.redis.tls.existingSecret -}}
+--tls --cacert /var/run/secrets/redis-tls/ca.crt {{ end -}}
+{{- end -}}
+
+{{/*
+Where the app's CA files and Redis password come from, as JSON {"name", "key"} of a
+Secret, or empty when there is none: the bundled service's TLS Secret (ca.crt) or the
+chart's own Secret, else the external one's setting.
+*/}}
+{{- define "vault-standalone.databaseCa" -}}
+{{- if .Values.postgresql.enabled -}}
+{{- with .Values.postgresql.tls.existingSecret }}{{ dict "name" . "key" "ca.crt" | toJson }}{{ end -}}
+{{- else if .Values.externalDatabase.caSecret.name -}}
+{{- toJson .Values.externalDatabase.caSecret -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "vault-standalone.redisCa" -}}
+{{- if .Values.redis.enabled -}}
+{{- with .Values.redis.tls.existingSecret }}{{ dict "name" . "key" "ca.crt" | toJson }}{{ end -}}
+{{- else if and .Values.externalRedis.existingSecret .Values.externalRedis.caSecret.name -}}
+{{- toJson .Values.externalRedis.caSecret -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "vault-standalone.redisPasswordSecret" -}}
+{{- if .Values.redis.enabled -}}
+{{- dict "name" (include "vault-standalone.authSecretName" .) "key" "redis-password" | toJson -}}
+{{- else if and .Values.externalRedis.existingSecret .Values.externalRedis.passwordSecret.name -}}
+{{- toJson .Values.externalRedis.passwordSecret -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The app pods' ServiceAccount. */}}
 {{- define "vault-standalone.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create -}}
