@@ -288,10 +288,9 @@ export async function restoreEmbedded(dataDir: string, backup: Uint8Array): Prom
       await unlock();
     }
   } finally {
-    if (!done) {
-      if (madeRoot) await rm(madeRoot, { recursive: true, force: true });
-      else if (madeRun) await rm(madeRun, { recursive: true, force: true });
-    }
+    // The lock's folder goes too (the service makes its own); a failure takes DATA_DIR if it made it.
+    if (!done && madeRoot) await rm(madeRoot, { recursive: true, force: true });
+    else if (madeRun) await rm(madeRun, { recursive: true, force: true });
   }
 }
 
