@@ -28,7 +28,7 @@ import { registerFolderRoutes } from './routes/v2/folders.js';
 import { registerLoginRoutes } from './routes/v3/auth.js';
 import { registerV3SecretRoutes } from './routes/v3/secrets.js';
 import { registerV4SecretRoutes } from './routes/v4/secrets.js';
-import { startAdminChannel } from './adminChannel.js';
+import { serviceHandlers, startAdminChannel } from './adminChannel.js';
 import { clientAddress, ipMatcher } from './http/clientAddress.js';
 import type { RequestRecord } from './http/types.js';
 import type { Logger } from './log.js';
@@ -116,8 +116,8 @@ export async function startService(config: Config, log: Logger): Promise<Running
   let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined;
   let admin: Awaited<ReturnType<typeof startAdminChannel>> | undefined;
   try {
-    // Embedded database: `vault-standalone backup` asks this process (the folder admits one).
-    if (services.db.kind === 'embedded') admin = await startAdminChannel(config.dataDir, services.db, log);
+    // Embedded database: `vault-standalone backup`, `audit-verify` and `reset-password` ask this process (the folder admits one).
+    if (services.db.kind === 'embedded') admin = await startAdminChannel(config.dataDir, serviceHandlers(services), log);
     const { sweep: _sweep, ...caches } = services.caches;
     metrics.observe({
       caches,

@@ -1,11 +1,13 @@
 // One SQL dialect: postgres.js talks either to a real PostgreSQL (DATABASE_URL) or to
 // an embedded PGlite database in this process (embeddedLink.ts), through the same driver.
 import { existsSync } from 'node:fs';
-import { mkdir, open, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import postgres from 'postgres';
+import { dumpLogical, loadLogical, parseBackup, type BackupManifest } from './backup.js';
 import { PgliteLink } from './embeddedLink.js';
+import { loadMigrations, migrate } from './migrate.js';
 import { certificateRefused, isCertificateError, postgresTls } from './tls.js';
 
 export type Sql = postgres.Sql<Record<string, never>>;
@@ -17,11 +19,13 @@ export interface Database {
   sql: Sql;
   kind: 'postgres' | 'embedded';
   /**
-   * Embedded only: a gzipped tar of the database folder, taken while no transaction is
-   * open (the pool's one connection is reserved) right after a CHECKPOINT, and while no
-   * other statement can run (PGlite's query lock). See docs/operations.md, backups.
+   * Embedded only: a logical backup (storage/backup.ts: every table's live rows, never a
+   * replaced one), taken on the pool's one connection, reserved (a transaction in flight
+   * ends first, the next waits), in one snapshot. See docs/operations.md, backups.
    */
   backup?(): Promise<Uint8Array>;
+  /** Embedded only, for restoreEmbedded: loads a logical backup into this database (migrated to its migrations). */
+  load?(manifest: BackupManifest, data: Buffer[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -246,36 +250,83 @@ async function connectEmbedded(opts: ConnectOptions): Promise<Database> {
     // end and keeps the next one out until the dump is taken.
     const reserved = await sql.reserve();
     try {
-      await reserved`checkpoint`;
-      const tar = await pglite.dumpDataDir('gzip');
-      return new Uint8Array(await tar.arrayBuffer());
+      return await dumpLogical(reserved);
     } finally {
       reserved.release();
     }
   };
-  return { sql, kind: 'embedded', backup, close };
+  // Straight on PGlite: postgres.js' COPY FROM STDIN is not served over the in-process link.
+  const load = (manifest: BackupManifest, data: Buffer[]) => loadLogical(pglite, manifest, data);
+  return { sql, kind: 'embedded', backup, load, close };
 }
 
 /**
- * Restores an embedded backup (backup()'s bytes) into `dataDir`, which must not hold a
- * database yet. The folder is locked meanwhile, as a running service locks it.
+ * Restores an embedded backup (backup()'s bytes, or an older version's copy of the
+ * folder) into `dataDir`, which must not hold a database yet. The file is read and
+ * checked whole first; the database is built in a private folder inside `dataDir` and
+ * moved into place only once it opens and answers, so a failure leaves nothing behind
+ * (not even the folders this call made). The folder is locked meanwhile, as a running
+ * service locks it.
  */
 export async function restoreEmbedded(dataDir: string, backup: Uint8Array): Promise<void> {
-  const { PGlite } = await import('@electric-sql/pglite');
+  const parsed = await parseBackup(backup);
   const root = resolve(dataDir);
   const dbDir = join(root, 'pglite');
   const sockDir = join(root, 'run');
-  await mkdir(sockDir, { recursive: true, mode: 0o700 });
-  const unlock = await lockEmbedded(root, join(sockDir, 'embedded.pid'));
+  // What this call creates, removed again if it fails (mkdir returns the first folder it made).
+  const madeRoot = await mkdir(root, { recursive: true, mode: 0o700 });
+  const madeRun = existsSync(sockDir) ? undefined : await mkdir(sockDir, { recursive: true, mode: 0o700 });
+  let done = false;
   try {
-    const existing = await readdir(dbDir).catch(() => [] as string[]);
-    if (existing.length > 0) throw new EmbeddedDatabaseInUseError(`${dbDir} already holds a database: restore into an empty DATA_DIR`);
-    await mkdir(dbDir, { recursive: true, mode: 0o700 });
-    const db = await PGlite.create(dbDir, { loadDataDir: new Blob([backup]) });
+    const unlock = await lockEmbedded(root, join(sockDir, 'embedded.pid'));
+    try {
+      const existing = await readdir(dbDir).catch(() => [] as string[]);
+      if (existing.length > 0) throw new EmbeddedDatabaseInUseError(`${dbDir} already holds a database: restore into an empty DATA_DIR`);
+      const work = await mkdtemp(join(root, '.restore-'));
+      try {
+        if (parsed.kind === 'logical') await restoreLogical(work, parsed.manifest, parsed.data);
+        else await restorePhysical(join(work, 'pglite'), parsed.gzipped);
+        await rename(join(work, 'pglite'), dbDir);
+        done = true;
+      } finally {
+        await rm(work, { recursive: true, force: true });
+      }
+    } finally {
+      await unlock();
+    }
+  } finally {
+    // The lock's folder goes too (the service makes its own); a failure takes DATA_DIR if it made it.
+    if (!done && madeRoot) await rm(madeRoot, { recursive: true, force: true });
+    else if (madeRun) await rm(madeRun, { recursive: true, force: true });
+  }
+}
+
+/** A fresh database in `work` (a DATA_DIR of its own), migrated to the backup's migrations, then loaded. */
+async function restoreLogical(work: string, manifest: BackupManifest, data: Buffer[]): Promise<void> {
+  const known = await loadMigrations();
+  for (const m of manifest.migrations) {
+    const mine = known[m.version - 1];
+    if (!mine) throw new Error(`the backup was taken by a newer version (its migration ${m.version} ${m.name} is unknown here): restore it with that version or a later one`);
+    if (mine.name !== m.name) throw new Error(`the backup's migration ${m.version} is ${m.name}, this version's is ${mine.name}: restore it with the version that took it`);
+  }
+  const db = await connectEmbedded({ dataDir: work, waitMs: 10_000 });
+  try {
+    await migrate(db.sql, known.slice(0, manifest.migrations.length));
+    await db.load!(manifest, data);
+  } finally {
+    await db.close();
+  }
+}
+
+/** An older version's backup: a gzipped tar of the PGlite folder, loaded as it is. */
+async function restorePhysical(dbDir: string, gzipped: Uint8Array): Promise<void> {
+  const { PGlite } = await import('@electric-sql/pglite');
+  await mkdir(dbDir, { recursive: true, mode: 0o700 });
+  const db = await PGlite.create(dbDir, { loadDataDir: new Blob([gzipped]) });
+  try {
     // Opens the restored database once (recovery from the checkpoint happens here) and checks it answers.
     await db.query('select 1');
-    await db.close();
   } finally {
-    await unlock();
+    await db.close();
   }
 }

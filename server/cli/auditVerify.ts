@@ -8,7 +8,8 @@ import { AUDIT_HEAD_MAC_CHARS, AuditTrailError, headSummary, loadAuditKey } from
 import { openKeyring, WrongEncryptionKeyError } from '../domain/keyring.js';
 import { CliError, EXIT_FAILURE, EXIT_OK, UsageError, parse, type Command, type Context } from './command.js';
 import { rootKeySpec } from '../config.js';
-import { databaseTarget, describeTarget, openDatabase, serviceConfig } from './database.js';
+import type { RemoteAuditVerification } from '../adminChannel.js';
+import { askRunningService, databaseTarget, describeTarget, openDatabase, serviceConfig } from './database.js';
 
 const HELP = `Usage: vault-standalone audit-verify [--recorded-head ID:MAC]
 
@@ -24,7 +25,8 @@ rollback). Record the printed head elsewhere (a ticket, a log shipped off the ho
 pass it later as --recorded-head: that entry must still be in the chain, unchanged.
 
 Environment: the service's own: ENCRYPTION_KEY, and DATABASE_URL (or DATA_DIR for the
-embedded database, which must not be in use by a running service).
+embedded database). With the embedded database, a running service is asked over its
+admin socket (DATA_DIR/run/admin.sock) and verifies with its own key.
 
 Options:
   --recorded-head ID:MAC  an earlier head: entry id and the MAC prefix printed with it
@@ -51,6 +53,14 @@ export const auditVerify: Command = {
       if (!m) throw new UsageError(`--recorded-head must be ID:MAC (an entry id and at least ${AUDIT_HEAD_MAC_CHARS} hex characters of its MAC)`);
       recordedHead = { lastId: Number(m[1]), macPrefix: m[2]!.toLowerCase() };
     }
+    // A running service on the embedded database holds the folder: it verifies, with its own key.
+    const remote = await askRunningService(env, { command: 'audit-verify', ...(recordedHead ? { recordedHead } : {}) });
+    if (remote !== undefined) {
+      const r = JSON.parse(remote.toString('utf8')) as RemoteAuditVerification;
+      io.err('verified by the running service (over its admin socket)');
+      for (const line of describeResult(r)) io.out(line);
+      return r.ok ? EXIT_OK : EXIT_FAILURE;
+    }
     const config = await serviceConfig(env, io);
     const target = describeTarget(databaseTarget(env));
     const db = await openDatabase(env, io, 1);
@@ -76,7 +86,7 @@ export const auditVerify: Command = {
         if (err instanceof WrongEncryptionKeyError || err instanceof AuditTrailError) throw new CliError(err.message);
         throw err;
       }
-      for (const line of describeResult(result)) io.out(line);
+      for (const line of describeResult(result.ok ? { ...result, head: headSummary(result.head) } : result)) io.out(line);
       return result.ok ? EXIT_OK : EXIT_FAILURE;
     } finally {
       await crypto?.close().catch(() => {});
@@ -87,9 +97,9 @@ export const auditVerify: Command = {
 
 const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
 
-function describeResult(r: AuditVerification): string[] {
+function describeResult(r: RemoteAuditVerification): string[] {
   if (r.ok) {
-    const h = headSummary(r.head);
+    const h = r.head;
     const lines = [
       `audit chain ok: ${plural(r.entries, 'entry', 'entries')}`,
       `head: ${plural(h.entries, 'entry', 'entries')}, last id ${h.lastId}, mac ${h.mac}`,

@@ -13,10 +13,11 @@ const PG_HINT = 'DATABASE_URL is set: back PostgreSQL up with pg_dump and restor
 
 const BACKUP_HELP = `Usage: vault-standalone backup --out FILE
 
-Writes a backup of the embedded database in DATA_DIR to FILE (mode 0600, a gzipped tar
-of the database folder). While the service runs, it is asked over its admin socket
-(DATA_DIR/run/admin.sock) and takes the copy between two transactions, after a
-checkpoint; otherwise the folder is opened directly.
+Writes a backup of the embedded database in DATA_DIR to FILE (mode 0600): every
+table's live rows in one snapshot (gzip; no replaced row, so a backup taken after
+rotate-key and rekey holds nothing the retired keys open). While the service runs, it
+is asked over its admin socket (DATA_DIR/run/admin.sock) and reads the tables between
+two transactions; otherwise the folder is opened directly.
 
 The backup holds ciphertext, wrapped data keys and the audit trail, never ENCRYPTION_KEY:
 keep the key (or data/dev-keys.env) backed up separately; without it the backup is useless.
@@ -67,8 +68,10 @@ export const backup: Command = {
 const RESTORE_HELP = `Usage: vault-standalone restore --in FILE
 
 Restores a backup written by \`vault-standalone backup\` into DATA_DIR, which must not
-hold a database yet (a fresh folder: the running service's own folder is refused). Then
-start the service on it with the ENCRYPTION_KEY the backup was taken under.
+hold a database yet (a fresh folder: the running service's own folder is refused). The
+file is checked whole first and the database built aside, then moved into place: a
+damaged file changes nothing. Then start the service on it with the ENCRYPTION_KEY the
+backup was taken under.
 
 Options:
   --in FILE    the backup

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { connectDatabase, type Database } from '../../storage/db.js';
+import { adminSocketPath, askService } from '../adminChannel.js';
 import { ConfigError, DEV_KEYS_FILE, parseConfig, withDevelopmentKeys, type Config } from '../config.js';
 import { createServices, type Services } from '../services.js';
 import { CliError, stderrLog, type Io } from './command.js';
@@ -43,6 +44,19 @@ function assertEmbeddedExists(dataDir: string): void {
         '(set DATABASE_URL, or DATA_DIR to the service\'s data folder)',
     );
   }
+}
+
+/**
+ * With the embedded database, asks a running service (its admin socket) to do `request`:
+ * its answer, or undefined when no service runs there (open the folder directly then).
+ * Its refusal ("User with email … not found") is a CliError.
+ */
+export async function askRunningService(env: Record<string, string | undefined>, request: object): Promise<Buffer | undefined> {
+  const target = databaseTarget(env);
+  if (target.databaseUrl) return undefined;
+  return askService(adminSocketPath(target.dataDir), request).catch((err: Error) => {
+    throw new CliError(err.message.replace(/^newPassword/, 'the password'));
+  });
 }
 
 /** Opens the database named by the environment; never creates an embedded one. */

@@ -6,7 +6,7 @@ import { randomInt } from 'node:crypto';
 import { SYSTEM } from '../domain/access.js';
 import { AppError } from '../errors.js';
 import { CliError, EXIT_OK, UsageError, parse, type Command, type Context } from './command.js';
-import { withServices } from './database.js';
+import { askRunningService, withServices } from './database.js';
 
 const HELP = `Usage: vault-standalone reset-password --email EMAIL [--password-stdin]
 
@@ -21,8 +21,9 @@ characters). A password is never taken from an argument: arguments are visible t
 every user of the host in \`ps\`.
 
 Environment: the service's own: ENCRYPTION_KEY, and DATABASE_URL (or DATA_DIR for the
-embedded database, which must not be in use by a running service). With REDIS_URL set,
-running replicas end the person's sessions at once; without it, within a minute.
+embedded database). With the embedded database, a running service is asked over its
+admin socket (DATA_DIR/run/admin.sock) and ends the sessions at once. With REDIS_URL
+set, running replicas end the person's sessions at once; without it, within a minute.
 
 Options:
   --email EMAIL       the person's email address
@@ -60,15 +61,22 @@ export const resetPassword: Command = {
     const fromStdin = o['password-stdin'] === true;
     const password = fromStdin ? await readStdin() : generatePassword();
 
+    const done = (user: { email: string; disabled: boolean }) => {
+      io.err(`password of ${user.email} set; every session of theirs has ended${user.disabled ? ' (the account is disabled: enable it in People)' : ''}`);
+      if (!fromStdin) io.out(`new password for ${user.email}: ${password}`);
+      return EXIT_OK;
+    };
+    // A running service on the embedded database holds the folder: it sets the password.
+    const remote = await askRunningService(env, { command: 'reset-password', email: o.email, password });
+    if (remote !== undefined) return done(JSON.parse(remote.toString('utf8')) as { email: string; disabled: boolean });
+
     return withServices(env, io, async (services) => {
       const user = await services.users.resetPassword(SYSTEM, { email: o.email! }, password).catch((err: unknown) => {
         // "User with email … not found", "newPassword must be 12 to 256 characters"
         if (err instanceof AppError) throw new CliError(err.message.replace(/^newPassword/, 'the password'));
         throw err;
       });
-      io.err(`password of ${user.email} set; every session of theirs has ended${user.disabled ? ' (the account is disabled: enable it in People)' : ''}`);
-      if (!fromStdin) io.out(`new password for ${user.email}: ${password}`);
-      return EXIT_OK;
+      return done(user);
     });
   },
 };

@@ -83,6 +83,21 @@ t.test('fresh clone: development keys generated once (0600), service up, wrong k
   t.match(wrong.stderr, /ENCRYPTION_KEY does not match the key this database was encrypted with/);
 });
 
+t.test('development mode on a DATA_DIR that holds a database but no dev-keys.env: no keys generated, says what is missing', async (t) => {
+  // A restored (or copied) folder without its key file: new keys could not open it.
+  const dir = await seedEmbeddedDataDir(tempDir(t));
+  const r = await run({ DATA_DIR: dir }).exit;
+  t.equal(r.code, 1);
+  t.equal(r.stderr.trimEnd().split('\n').length, 1, 'one line', { stderr: r.stderr });
+  t.match(r.stderr, `${dir} holds a database but no dev-keys.env, and ENCRYPTION_KEY and AUTH_SECRET are not set`);
+  t.match(r.stderr, /Put back the dev-keys\.env kept with this database/);
+  t.notOk(existsSync(join(dir, 'dev-keys.env')), 'no key file written');
+  const onlyAuth = await run({ DATA_DIR: dir, ENCRYPTION_KEY: key() }).exit;
+  t.equal(onlyAuth.code, 1);
+  t.match(onlyAuth.stderr, 'no dev-keys.env, and AUTH_SECRET is not set');
+  t.notOk(existsSync(join(dir, 'dev-keys.env')), 'still none');
+});
+
 t.test('after start-up, neither ENCRYPTION_KEY nor AUTH_SECRET is in the main thread\'s heap', async (t) => {
   // The embedded database from the initdb template (the fresh-clone test starts on an empty folder).
   const dir = await seedEmbeddedDataDir(tempDir(t));
@@ -117,7 +132,10 @@ t.test('after start-up, neither ENCRYPTION_KEY nor AUTH_SECRET is in the main th
 });
 
 t.test('a crypto worker lost after start-up: the service exits non-zero, saying why', async (t) => {
-  const server = run({ DATA_DIR: await seedEmbeddedDataDir(tempDir(t)) }, ['--import', pathToFileURL(fixture('killCryptoWorker')).href]);
+  const server = run({ ENCRYPTION_KEY: key(), AUTH_SECRET: secret(), DATA_DIR: await seedEmbeddedDataDir(tempDir(t)) }, [
+    '--import',
+    pathToFileURL(fixture('killCryptoWorker')).href,
+  ]);
   t.teardown(() => server.kill());
   await server.listening;
   server.kill('SIGUSR2');
