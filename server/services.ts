@@ -74,10 +74,22 @@ export interface Services {
 }
 
 export interface Readiness {
+  /**
+   * Whether this replica should take traffic: false only for what is its own (shutting
+   * down, its crypto pool gone, its schema behind its code, its embedded database). An
+   * outage every replica shares (PostgreSQL, Redis) is reported in `checks` and in
+   * `dependencies`, never a reason to leave the Service: requests then get the documented
+   * 503 with Retry-After (or, without Redis, succeed), not "connection refused".
+   */
   ready: boolean;
+  /** Whether every dependency answers (the database, Redis when configured). */
+  dependencies: boolean;
   /** `auditTrail` is reported, not a condition of readiness: a broken trail is evidence, the service keeps serving. */
   checks: Record<'database' | 'migrations' | 'redis' | 'crypto' | 'shutdown' | 'auditTrail', string>;
 }
+
+/** Checks whose failure is an outage every replica shares (readiness reports them without failing). */
+export const SHARED_CHECKS: ReadonlySet<string> = new Set(['database', 'redis']);
 
 /** How long the readiness probe waits for the database to answer `select`. */
 export const READINESS_DB_TIMEOUT_MS = 1_000;
@@ -314,8 +326,12 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       if (bus.kind === 'redis') checks.redis = bus.live ? 'ok' : 'not subscribed (caches bypassed)';
       if (!crypto.alive) checks.crypto = 'worker pool stopped';
       if (lifecycle.shuttingDown) checks.shutdown = 'shutting down';
-      const ready = Object.entries(checks).every(([k, v]) => k === 'auditTrail' || v === 'ok' || v === 'not configured');
-      return { ready, checks };
+      const fine = (v: string) => v === 'ok' || v === 'not configured';
+      // The embedded database is this replica's own: its failure is local.
+      const shared = (k: string) => SHARED_CHECKS.has(k) && !(k === 'database' && db.kind === 'embedded');
+      const ready = Object.entries(checks).every(([k, v]) => k === 'auditTrail' || shared(k) || fine(v));
+      const dependencies = fine(checks.database) && fine(checks.redis);
+      return { ready, dependencies, checks };
     }
     const secretImports = secretImportsDomain({ store, access, changes, caches });
     const tags = tagsDomain({ store, access, changes, caches });

@@ -105,13 +105,22 @@ t.test('database stopped and frozen under 8 writers on 2 replicas', async (t) =>
   phase = 'down';
   await pg.stopImmediate();
   const downUntil = performance.now() + 5_000;
-  let notReady: Awaited<ReturnType<typeof request<any>>> | undefined;
+  let reported: Awaited<ReturnType<typeof request<any>>> | undefined;
+  let unavailable: Awaited<ReturnType<typeof request<any>>> | undefined;
+  const readiness: number[] = [];
   while (performance.now() < downUntil) {
-    notReady ??= await request(`${a.url}/api/health/ready`).then((r) => (r.status === 503 ? r : undefined));
+    const r = await request(`${a.url}/api/health/ready`);
+    readiness.push(r.status);
+    if (/^unreachable/.test(r.body?.checks?.database ?? '')) reported ??= r;
+    unavailable ??= await request(`${a.url}/api/health/dependencies`).then((d) => (d.status === 503 ? d : undefined));
     await new Promise((res) => setTimeout(res, 200));
   }
-  t.ok(notReady, 'not ready while the database is down');
-  t.match(notReady?.body.checks, { database: /^unreachable/, shutdown: 'ok' });
+  // An outage every replica shares is no reason to leave the Service: clients get our 503
+  // with Retry-After, not "connection refused" (issue 31 point 5).
+  t.ok(readiness.every((s) => s === 200), `still ready while the database is down (${readiness.join(',')})`);
+  t.ok(reported, 'readiness reports the database');
+  t.match(reported?.body, { status: 'ready', checks: { database: /^unreachable/, shutdown: 'ok' } });
+  t.match(unavailable?.body, { statusCode: 503, checks: { database: /^unreachable/ } }, 'the dependencies probe fails, naming the database');
   t.equal((await request(`${a.url}/api/health/live`)).status, 200, 'but alive');
   t.ok(since('down').some((o) => o.status === 503), 'writes answered 503 while the database was down');
 
@@ -125,7 +134,9 @@ t.test('database stopped and frozen under 8 writers on 2 replicas', async (t) =>
   pg.freeze();
   await new Promise((res) => setTimeout(res, 4_000));
   const frozenReady = await request(`${b.url}/api/health/ready`);
-  t.equal(frozenReady.status, 503, 'not ready while the database does not answer');
+  t.equal(frozenReady.status, 200, 'still ready while the database does not answer');
+  t.match(frozenReady.body.checks, { database: /^unreachable \(no answer within/ }, 'and says so');
+  t.equal((await request(`${b.url}/api/health/dependencies`)).status, 503, 'the dependencies probe fails');
   await pg.resume();
   phase = 'thawed';
   t.ok(await everyWriterSucceeds('thawed', 30_000), 'every writer succeeds after the database answers again');

@@ -46,3 +46,11 @@ t.test('GET /api/health/live and /api/health/ready', async (t) => {
   t.equal(res.status, 503);
   t.match(res.body.checks, { migrations: /^at \d+, expected \d+$/, database: 'ok' });
 });
+
+t.test('GET /api/health/dependencies: the database and Redis every replica shares', async (t) => {
+  const svc = await startTestService(t, await testEnv(t, 'postgres+redis'));
+  const ok = await request(`${svc.url}/api/health/dependencies`);
+  t.equal(ok.status, 200);
+  t.same(ok.body, { status: 'ok', checks: { database: 'ok', redis: 'ok' } });
+});
+
