@@ -19,6 +19,8 @@ export interface SessionState {
   userId: string;
   expiresAt: Date;
   isSuperadmin: boolean;
+  /** SHA-256 of the session token's secret part; null for a session opened before tokens had one (matches no token). */
+  secretHash: Buffer | null;
 }
 
 export function usersStore(sql: Queryable) {
@@ -45,11 +47,12 @@ export function usersStore(sql: Queryable) {
       const [row] = await sql<UserRow[]>`select * from users where id = ${id}`;
       return row;
     },
-    async insertSession(s: { id: string; userId: string; expiresAt: Date; ip: string | null }): Promise<void> {
-      await sql`insert into user_sessions (id, user_id, expires_at, ip) values (${s.id}, ${s.userId}, ${s.expiresAt}, ${s.ip})`;
+    /** `secretHash`: the SHA-256 of the session token's secret part (never the secret). */
+    async insertSession(s: { id: string; secretHash: Buffer; userId: string; expiresAt: Date; ip: string | null }): Promise<void> {
+      await sql`insert into user_sessions (id, user_id, expires_at, ip, secret_hash) values (${s.id}, ${s.userId}, ${s.expiresAt}, ${s.ip}, ${s.secretHash})`;
     },
     async liveSession(id: string): Promise<SessionState | undefined> {
-      const [row] = await sql<SessionState[]>`select s.user_id, s.expires_at, u.is_superadmin from user_sessions s
+      const [row] = await sql<SessionState[]>`select s.user_id, s.expires_at, u.is_superadmin, s.secret_hash from user_sessions s
         join users u on u.id = s.user_id where s.id = ${id} and s.revoked_at is null and s.expires_at > now()
         and u.disabled_at is null`;
       return row;
