@@ -61,6 +61,8 @@ const schema = z.object({
   MAX_BODY_BYTES: setting(integer(1024).default(1024 * 1024)),
   LOGIN_MAX_ATTEMPTS: setting(integer(1).default(3)),
   LOGIN_LOCKOUT_SECONDS: setting(integer(1).default(300)),
+  LOGIN_SOURCE_MAX_ATTEMPTS: setting(integer(1).default(20)),
+  LOGIN_SOURCE_WINDOW_SECONDS: setting(integer(1).default(60)),
   SESSION_TTL_SECONDS: setting(integer(60).default(43200)),
   COOKIE_SECURE: setting(z.enum(['auto', 'always', 'never']).default('auto')),
   LOG_LEVEL: setting(z.enum(LOG_LEVELS).default('info')),
@@ -133,6 +135,9 @@ export interface Config {
   maxBodyBytes: number;
   loginMaxAttempts: number;
   loginLockoutSeconds: number;
+  /** Password checks (argon2) one source may cause per window, on each replica (server/auth/loginSources.ts). */
+  loginSourceMaxAttempts: number;
+  loginSourceWindowSeconds: number;
   sessionTtlSeconds: number;
   /** auto: Secure when X-Forwarded-Proto says the client used TLS. */
   cookieSecure: 'auto' | 'always' | 'never';
@@ -206,6 +211,8 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     maxBodyBytes: e.MAX_BODY_BYTES,
     loginMaxAttempts: e.LOGIN_MAX_ATTEMPTS,
     loginLockoutSeconds: e.LOGIN_LOCKOUT_SECONDS,
+    loginSourceMaxAttempts: e.LOGIN_SOURCE_MAX_ATTEMPTS,
+    loginSourceWindowSeconds: e.LOGIN_SOURCE_WINDOW_SECONDS,
     sessionTtlSeconds: e.SESSION_TTL_SECONDS,
     cookieSecure: e.COOKIE_SECURE,
     logLevel: e.LOG_LEVEL,

@@ -4,9 +4,10 @@ import { memoryBus, redisBus, type CacheBus } from '../storage/cache.js';
 import { connectDatabase, type Database } from '../storage/db.js';
 import { redisTransport } from '../storage/tls.js';
 import { createStore, type Store } from '../storage/index.js';
-import { sweepAccessTokens } from '../storage/identities.js';
+import { sweepAccessTokens, sweepLoginFailures } from '../storage/identities.js';
 import { loadMigrations, migrate } from '../storage/migrate.js';
 import { authenticator, type Authenticator } from './auth/authenticate.js';
+import { sourceBudget } from './auth/loginSources.js';
 import { deriveAuthKeys } from './auth/tokens.js';
 import { rootKeySpec, setupCodeRequired, type Config } from './config.js';
 import { accessControl, type AccessControl } from './domain/access.js';
@@ -244,6 +245,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
     const sweep = periodically(ACCESS_TOKEN_SWEEP_MS, async () => {
       const deleted = await sweepAccessTokens(db.sql, { graceSeconds: ACCESS_TOKEN_GRACE_SECONDS });
       if (deleted > 0) log.info({ event: 'access-token-sweep', deleted }, `access tokens: deleted ${deleted} revoked or expired more than a day ago`);
+      await sweepLoginFailures(db.sql, { olderThanSeconds: Math.max(ACCESS_TOKEN_GRACE_SECONDS, config.loginLockoutSeconds) });
     }, (err) => log.warn({ event: 'access-token-sweep', err: describe(err) }, `access tokens: sweep failed (${describe(err)}); retrying later`));
     cleanups.push(sweep.stop);
 
@@ -283,6 +285,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
     const snapshots = folderSnapshots({ store, caches });
     const lockout = { maxAttempts: config.loginMaxAttempts, seconds: config.loginLockoutSeconds };
     const firstVisit = opts.firstVisit === false ? undefined : await firstVisitCode(config, store, log);
+    const loginBudget = sourceBudget({ max: config.loginSourceMaxAttempts, windowSeconds: config.loginSourceWindowSeconds });
     const users = await usersDomain({
       store,
       crypto,
@@ -292,6 +295,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       changes,
       sessionTtlSeconds: config.sessionTtlSeconds,
       lockout,
+      budget: loginBudget,
       setupCode: firstVisit,
     });
     const machine = machineAuth({ store, keyring, tokens: authKeys.identity, caches, changes, lockout });
@@ -301,6 +305,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       caches.sweep();
       machine.sweep();
       users.sweep();
+      loginBudget.sweep();
     }, CACHE_SWEEP_MS);
     sweeper.unref();
     cleanups.push(async () => clearInterval(sweeper));

@@ -108,6 +108,8 @@ export interface AccessTokenState {
   numUses: number;
   /** The issuing method's current setting (a change invalidates the identity's tokens). */
   accessTokenTrustedIps: TrustedIp[];
+  /** SHA-256 of the token's secret part; null for a row issued before tokens had one (matches no token). */
+  secretHash: Buffer | null;
 }
 
 const UA_COLUMNS = [
@@ -230,61 +232,79 @@ export function identitiesStore(sql: Queryable) {
 
     /**
      * Claims a login attempt, decides it, and on a match issues the token, in one statement:
-     * refused unless fewer than `maxAttempts` failures were counted within the last
-     * `lockSeconds` (the lock runs from the last counted one; older failures no longer count
-     * and the count starts again). Only a claimed attempt has its secret compared:
+     * refused unless fewer than `maxAttempts` failures were counted from `source` (the
+     * client's address, server/auth/loginSources.ts) within the last `lockSeconds` (the lock
+     * runs from the last counted one; older failures no longer count and the count starts
+     * again). Failures are counted per identity and source (identity_login_failures): a
+     * stranger's guesses from elsewhere never lock out the identity's own clients. Only a claimed attempt has its secret compared:
      * `presented` (the secret's MAC under MAC key `keyId`) against the identity's usable
      * secrets hashed under that key, in the statement's SET, which runs for a claimed row
      * only. A match clears the count, counts a use of the secret and inserts access token
      * `tokenId` (expiring by the Universal Auth's TTLs from `at`); `issued` is false when the
-     * secret was revoked or used up meanwhile. Anything else counts a failure. A claim with
+     * secret was revoked or used up meanwhile; the row keeps `token.secretHash` (never the
+     * token's secret). Anything else counts a failure. A claim with
      * no match while the identity has usable secrets under another MAC key is `undecided`:
      * counted as a failure, for the caller to compare under those keys and clear the count
      * on a match.
      *
-     * The claimed row stays locked until the caller's transaction ends, so the logins of one
-     * client are decided one at a time in statement order: a parallel burst of wrong guesses
-     * gets at most `maxAttempts` compared, and a success never sees another's claim. As the
-     * outcome is decided here, the next login's claim may be sent before this one's answer
-     * is back. `at` is the caller's clock (tests move it). Undefined when the identity has
-     * no Universal Auth (any more).
+     * The claimed (identity, source) row stays locked until the caller's transaction ends
+     * (INSERT … ON CONFLICT DO UPDATE locks the row and reads its latest version), so the
+     * logins of one client from one source are decided one at a time in statement order: a
+     * parallel burst of wrong guesses gets at most `maxAttempts` compared, and a success
+     * never sees another's claim. As the outcome is decided here, the next login's claim may
+     * be sent before this one's answer is back. `at` is the caller's clock (tests move it).
+     * Undefined when the identity has no Universal Auth (any more).
      */
     async claimLogin(
       identityId: string,
+      source: string,
       maxAttempts: number,
       lockSeconds: number,
       at: Date,
       presented: { keyId: string; mac: Buffer },
-      tokenId: string,
+      token: { id: string; secretHash: Buffer },
     ): Promise<LoginClaim | undefined> {
       // The MAC is keyed and computed here from the presented secret: a caller cannot choose
       // the bytes compared, so a plain (early-exit) comparison tells nothing.
+      // `matched` is evaluated only where it is asked for: in the count of a claimed row
+      // (the conflict's SET runs only for a row its WHERE admits), or for a source with no
+      // row yet (nothing counted, so claimable): a locked attempt reads no client secret.
       const [ua] = await sql<(UniversalAuthRow & { matchedSecretId: string | null; undecided: boolean; issued: boolean })[]>`with matched as materialized (
           select s.id from identity_client_secrets s
           where s.identity_id = ${identityId} and s.mac_key_id = ${presented.keyId} and s.secret_hash = ${presented.mac} and ${usable()}
           order by s.id limit 1
-        ), claimed as (
-          update identity_universal_auth as u set
+        ), ua as materialized (
+          select ${sql.unsafe(UA_LIST)} from identity_universal_auth where identity_id = ${identityId}
+        ), counted as (
+          insert into identity_login_failures as f (identity_id, source, failed_logins, last_failed_login_at)
+          select ua.identity_id, ${source},
+            case when exists (select 1 from identity_login_failures e where e.identity_id = ${identityId} and e.source = ${source}) then 1
+              when exists (select 1 from matched) then 0 else 1 end,
+            case when exists (select 1 from identity_login_failures e where e.identity_id = ${identityId} and e.source = ${source}) then ${at}::timestamptz
+              when exists (select 1 from matched) then null else ${at}::timestamptz end
+          from ua
+          on conflict (identity_id, source) do update set
             failed_logins = case when exists (select 1 from matched) then 0
-              when u.last_failed_login_at is null
-                or u.last_failed_login_at <= ${at}::timestamptz - make_interval(secs => ${lockSeconds})
-              then 1 else u.failed_logins + 1 end,
-            last_failed_login_at = case when exists (select 1 from matched) then null else ${at}::timestamptz end,
-            locked_until = case when exists (select 1 from matched) then null else u.locked_until end
-          where u.identity_id = ${identityId}
-            and (u.failed_logins < ${maxAttempts} or u.last_failed_login_at is null
-              or u.last_failed_login_at <= ${at}::timestamptz - make_interval(secs => ${lockSeconds}))
-          returning ${sql.unsafe(UA_LIST)}, (select id from matched) as matched_secret_id,
+              when f.last_failed_login_at is null
+                or f.last_failed_login_at <= ${at}::timestamptz - make_interval(secs => ${lockSeconds})
+              then 1 else f.failed_logins + 1 end,
+            last_failed_login_at = case when exists (select 1 from matched) then null else ${at}::timestamptz end
+          where f.failed_logins < ${maxAttempts} or f.last_failed_login_at is null
+            or f.last_failed_login_at <= ${at}::timestamptz - make_interval(secs => ${lockSeconds})
+          returning f.identity_id
+        ), claimed as (
+          select ua.*, (select id from matched) as matched_secret_id,
             not exists (select 1 from matched) and exists (select 1 from identity_client_secrets s
-              where s.identity_id = u.identity_id and s.mac_key_id <> ${presented.keyId} and ${usable()}) as undecided
+              where s.identity_id = ua.identity_id and s.mac_key_id <> ${presented.keyId} and ${usable()}) as undecided
+          from ua where exists (select 1 from counted)
         ), used as (
           update identity_client_secrets s set num_uses = s.num_uses + 1, last_used_at = now()
           where s.id = (select matched_secret_id from claimed) and ${usable()}
           returning s.id
         ), issued as (
-          insert into identity_access_tokens (id, identity_id, client_secret_id, auth_method, expires_at, max_expires_at, num_uses_limit)
-          select ${tokenId}, c.identity_id, used.id, 'universal-auth', ${at}::timestamptz + make_interval(secs => c.access_token_ttl),
-            ${at}::timestamptz + make_interval(secs => c.access_token_max_ttl), c.access_token_num_uses_limit
+          insert into identity_access_tokens (id, identity_id, client_secret_id, auth_method, expires_at, max_expires_at, num_uses_limit, secret_hash)
+          select ${token.id}, c.identity_id, used.id, 'universal-auth', ${at}::timestamptz + make_interval(secs => c.access_token_ttl),
+            ${at}::timestamptz + make_interval(secs => c.access_token_max_ttl), c.access_token_num_uses_limit, ${token.secretHash}
           from claimed c, used
           returning id
         )
@@ -295,18 +315,19 @@ export function identitiesStore(sql: Queryable) {
       }
       // A statement of its own: it sees the claims committed while this one waited.
       const [lock] = await sql<{ retryAfterSeconds: number | null }[]>`select
-          ceil(extract(epoch from last_failed_login_at + make_interval(secs => ${lockSeconds}) - ${at}::timestamptz))::int as retry_after_seconds
-        from identity_universal_auth where identity_id = ${identityId}`;
-      // The identity was deleted since its client id was looked up.
+          (select ceil(extract(epoch from f.last_failed_login_at + make_interval(secs => ${lockSeconds}) - ${at}::timestamptz))::int
+            from identity_login_failures f where f.identity_id = u.identity_id and f.source = ${source}) as retry_after_seconds
+        from identity_universal_auth u where u.identity_id = ${identityId}`;
+      // The identity (or its Universal Auth) was deleted since its client id was looked up.
       if (!lock) return undefined;
       // Clamped: a claim that started after this one may have stamped a later time.
       return { claimed: false, retryAfterSeconds: Math.min(lockSeconds, Math.max(1, lock.retryAfterSeconds ?? 1)) };
     },
 
-    /** A successful login forgets the failures (its own claim included). */
-    async clearLoginFailures(identityId: string): Promise<void> {
-      await sql`update identity_universal_auth set failed_logins = 0, last_failed_login_at = null, locked_until = null
-        where identity_id = ${identityId}`;
+    /** A successful login forgets its source's failures (its own claim included). */
+    async clearLoginFailures(identityId: string, source: string): Promise<void> {
+      await sql`update identity_login_failures set failed_logins = 0, last_failed_login_at = null
+        where identity_id = ${identityId} and source = ${source}`;
     },
 
     async insertClientSecret(c: {
@@ -377,9 +398,13 @@ export function identitiesStore(sql: Queryable) {
       return row;
     },
 
-    /** `clientSecretId` for Universal Auth; JWT and OIDC auth tokens name only their method. */
+    /**
+     * `clientSecretId` for Universal Auth; JWT and OIDC auth tokens name only their method.
+     * `secretHash`: the SHA-256 of the token's secret part (server/auth/tokens.ts newTokenSecret).
+     */
     async insertAccessToken(t: {
       id: string;
+      secretHash: Buffer;
       identityId: string;
       clientSecretId: string | null;
       authMethod?: AccessTokenState['authMethod'];
@@ -389,8 +414,8 @@ export function identitiesStore(sql: Queryable) {
       /** Token Auth: the name its administrator gave it. */
       name?: string;
     }): Promise<void> {
-      await sql`insert into identity_access_tokens (id, identity_id, client_secret_id, auth_method, expires_at, max_expires_at, num_uses_limit, name)
-        values (${t.id}, ${t.identityId}, ${t.clientSecretId}, ${t.authMethod ?? 'universal-auth'}, ${t.expiresAt}, ${t.maxExpiresAt}, ${t.numUsesLimit ?? 0}, ${t.name ?? ''})`;
+      await sql`insert into identity_access_tokens (id, identity_id, client_secret_id, auth_method, expires_at, max_expires_at, num_uses_limit, name, secret_hash)
+        values (${t.id}, ${t.identityId}, ${t.clientSecretId}, ${t.authMethod ?? 'universal-auth'}, ${t.expiresAt}, ${t.maxExpiresAt}, ${t.numUsesLimit ?? 0}, ${t.name ?? ''}, ${t.secretHash})`;
     },
 
     /**
@@ -399,7 +424,7 @@ export function identitiesStore(sql: Queryable) {
      */
     async liveAccessToken(id: string): Promise<AccessTokenState | undefined> {
       const [row] = await sql<AccessTokenState[]>`select t.identity_id, coalesce(t.client_secret_id::text, '') as client_secret_id,
-          t.auth_method, t.expires_at, t.max_expires_at, t.num_uses_limit, t.num_uses,
+          t.auth_method, t.expires_at, t.max_expires_at, t.num_uses_limit, t.num_uses, t.secret_hash,
           coalesce(ua.access_token_trusted_ips, ja.access_token_trusted_ips, ka.access_token_trusted_ips, tk.access_token_trusted_ips) as access_token_trusted_ips,
           coalesce(ua.access_token_ttl, ja.access_token_ttl, ka.access_token_ttl, tk.access_token_ttl) as access_token_ttl,
           coalesce(ua.access_token_max_ttl, ja.access_token_max_ttl, ka.access_token_max_ttl, tk.access_token_max_ttl) as access_token_max_ttl
@@ -425,10 +450,21 @@ export function identitiesStore(sql: Queryable) {
       return rows.length === 1;
     },
 
-    /** Only the identity's own token: a token id named by claims that belong to another does nothing. */
-    async revokeAccessToken(id: string, identityId: string): Promise<boolean> {
+    /**
+     * Only the identity's own token, and only with its secret part's hash: a token id named
+     * by claims that belong to another, or by a token forged from a read of this table,
+     * does nothing.
+     */
+    async revokeAccessToken(id: string, identityId: string, secretHash: Buffer): Promise<boolean> {
       const rows = await sql`update identity_access_tokens set revoked_at = now()
-        where id = ${id} and identity_id = ${identityId} and revoked_at is null returning id`;
+        where id = ${id} and identity_id = ${identityId} and secret_hash = ${secretHash} and revoked_at is null returning id`;
+      return rows.length === 1;
+    },
+
+    /** Whether this very token (its id, identity and secret's hash) was revoked already. */
+    async revokedAccessToken(id: string, identityId: string, secretHash: Buffer): Promise<boolean> {
+      const rows = await sql`select 1 from identity_access_tokens
+        where id = ${id} and identity_id = ${identityId} and secret_hash = ${secretHash} and revoked_at is not null`;
       return rows.length === 1;
     },
 
@@ -441,6 +477,19 @@ export function identitiesStore(sql: Queryable) {
 export type IdentitiesStore = ReturnType<typeof identitiesStore>;
 
 const ACCESS_TOKEN_SWEEP_LOCK_ID = 74_820_117;
+
+/**
+ * Deletes machine-login failure rows that no longer count: no failure since the last
+ * success, or the last failure older than `olderThanSeconds` (at least the lockout
+ * window). Such a row decides nothing a fresh one would not. Returns how many went.
+ */
+export async function sweepLoginFailures(sql: Sql, opts: { olderThanSeconds: number; batchSize?: number }): Promise<number> {
+  const result = await sql`delete from identity_login_failures where (identity_id, source) in (
+      select identity_id, source from identity_login_failures
+      where last_failed_login_at is null or last_failed_login_at < now() - make_interval(secs => ${opts.olderThanSeconds})
+      limit ${opts.batchSize ?? 5_000} for update skip locked)`;
+  return result.count;
+}
 
 /**
  * Deletes access-token rows revoked or expired more than `graceSeconds` ago (one row

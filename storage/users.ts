@@ -22,6 +22,8 @@ export interface SessionState {
   expiresAt: Date;
   /** The flag AND its MAC (storage/privilege.ts): a flag set in the database alone is false here. */
   isSuperadmin: boolean;
+  /** SHA-256 of the session token's secret part; null for a session opened before tokens had one (matches no token). */
+  secretHash: Buffer | null;
 }
 
 /** A person's row with what verifies its MAC (the key's wrapped bytes, joined). */
@@ -81,11 +83,12 @@ export function usersStore(sql: Queryable, privilegeKey?: PrivilegeKey) {
       const [row] = await users(sql`u.id = ${id}`);
       return row;
     },
-    async insertSession(s: { id: string; userId: string; expiresAt: Date; ip: string | null }): Promise<void> {
-      await sql`insert into user_sessions (id, user_id, expires_at, ip) values (${s.id}, ${s.userId}, ${s.expiresAt}, ${s.ip})`;
+    /** `secretHash`: the SHA-256 of the session token's secret part (never the secret). */
+    async insertSession(s: { id: string; secretHash: Buffer; userId: string; expiresAt: Date; ip: string | null }): Promise<void> {
+      await sql`insert into user_sessions (id, user_id, expires_at, ip, secret_hash) values (${s.id}, ${s.userId}, ${s.expiresAt}, ${s.ip}, ${s.secretHash})`;
     },
     async liveSession(id: string): Promise<SessionState | undefined> {
-      const [row] = await sql<Array<SessionState & Omit<StoredUserRow, 'isSuperadmin'>>>`select s.user_id, s.expires_at, u.id,
+      const [row] = await sql<Array<SessionState & Omit<StoredUserRow, 'isSuperadmin'>>>`select s.user_id, s.expires_at, s.secret_hash, u.id,
           u.password_hash, u.is_superadmin, u.privilege_mac, u.privilege_mac_key_id, k.wrapped as privilege_mac_key_wrapped
         from user_sessions s join users u on u.id = s.user_id
         left join crypto_keys k on k.id = u.privilege_mac_key_id and k.purpose = 'system'
@@ -93,7 +96,7 @@ export function usersStore(sql: Queryable, privilegeKey?: PrivilegeKey) {
       if (!row) return undefined;
       // Verified as the session is loaded (the caller caches it), not on every request.
       const superadmin = row.isSuperadmin && (await holds(row));
-      return { userId: row.userId, expiresAt: row.expiresAt, isSuperadmin: superadmin };
+      return { userId: row.userId, expiresAt: row.expiresAt, isSuperadmin: superadmin, secretHash: row.secretHash };
     },
     async revokeSession(id: string): Promise<void> {
       await sql`update user_sessions set revoked_at = now() where id = ${id} and revoked_at is null`;

@@ -1,7 +1,12 @@
 // Machine access tokens: JWTs (HS256, jose) signed with a key derived from AUTH_SECRET.
 // Each token type has its own derived key, so a token of one kind can never be
 // presented as another.
-import { createHmac, hkdfSync, timingSafeEqual, webcrypto } from 'node:crypto';
+//
+// Every token (access token and session) carries a random secret part (256 bits, claim
+// `tokenSecret`) besides the id of its row; the database keeps only the secret's SHA-256.
+// So neither AUTH_SECRET nor a read of the database (nor both) can make a working token:
+// the row id is not a credential, and a forged token's secret matches no stored hash.
+import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual, webcrypto } from 'node:crypto';
 import { SignJWT, decodeJwt, errors, jwtVerify } from 'jose';
 import { AppError } from '../errors.js';
 
@@ -12,6 +17,27 @@ export const ISSUING_METHODS = ['jwt-auth', 'oidc-auth', 'kubernetes-auth', 'tok
 export type IssuedByMethod = (typeof ISSUING_METHODS)[number];
 const IDENTITY_TOKEN_TYPE = 'identityAccessToken';
 
+/** A token's row id (jti): a uuid, as the rows are keyed (anything else names no row). */
+const ROW_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** A token's secret part: 32 random bytes, base64url (43 characters). */
+const TOKEN_SECRET = /^[A-Za-z0-9_-]{43}$/;
+
+/** The stored form of a token's secret part: SHA-256 (the secret is 256 random bits, so a fast hash is enough). */
+export function hashTokenSecret(secret: string): Buffer {
+  return createHash('sha256').update(secret, 'utf8').digest();
+}
+
+/** A new token's secret part and the hash its row keeps. */
+export function newTokenSecret(): { secret: string; secretHash: Buffer } {
+  const secret = randomBytes(32).toString('base64url');
+  return { secret, secretHash: hashTokenSecret(secret) };
+}
+
+/** Whether a presented secret's hash (made once, when its token was verified) matches the row's: constant time. */
+export function secretMatches(presentedHash: Buffer, stored: Buffer | null | undefined): boolean {
+  return stored != null && stored.length === presentedHash.length && timingSafeEqual(stored, presentedHash);
+}
+
 export interface IdentityTokenClaims {
   identityId: string;
   /** '' for a token of JWT or OIDC auth. */
@@ -19,9 +45,14 @@ export interface IdentityTokenClaims {
   /** The method that issued the token (absent from Universal Auth tokens). */
   authMethod?: IssuedByMethod;
   tokenId: string;
+  /** The token's secret part (see newTokenSecret); only its hash is stored. */
+  secret: string;
   /** Seconds since the epoch. */
   exp: number;
 }
+
+/** Claims as verified: with the secret's hash, made once per verification, compared per request. */
+export type VerifiedIdentityClaims = IdentityTokenClaims & { secretHash: Buffer };
 
 function deriveKey(authSecret: Buffer, purpose: string): Uint8Array {
   return new Uint8Array(hkdfSync('sha256', authSecret, Buffer.alloc(0), `vault-standalone/${purpose}/v1`, 32));
@@ -44,7 +75,7 @@ export function identityTokens(authSecret: Buffer) {
   return {
     async sign(c: IdentityTokenClaims): Promise<string> {
       const method = c.authMethod ? { authMethod: c.authMethod } : {};
-      return new SignJWT({ authTokenType: IDENTITY_TOKEN_TYPE, identityId: c.identityId, clientSecretId: c.clientSecretId, ...method })
+      return new SignJWT({ authTokenType: IDENTITY_TOKEN_TYPE, identityId: c.identityId, clientSecretId: c.clientSecretId, ...method, tokenSecret: c.secret })
         .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
         .setIssuer(ISSUER)
         .setSubject(c.identityId)
@@ -55,23 +86,26 @@ export function identityTokens(authSecret: Buffer) {
     },
 
     /** Throws AppError TOKEN_INVALID for anything but a well-formed, unexpired token of ours. */
-    async verify(token: string): Promise<IdentityTokenClaims> {
+    async verify(token: string): Promise<VerifiedIdentityClaims> {
       try {
         const { payload } = await jwtVerify(token, await key, { algorithms: ['HS256'], issuer: ISSUER, typ: 'JWT' });
-        const { identityId, clientSecretId, jti, exp, authTokenType, authMethod } = payload as Record<string, unknown>;
+        const { identityId, clientSecretId, jti, exp, authTokenType, authMethod, tokenSecret } = payload as Record<string, unknown>;
         if (
           authTokenType !== IDENTITY_TOKEN_TYPE ||
           (authMethod !== undefined && !ISSUING_METHODS.includes(authMethod as IssuedByMethod)) ||
           typeof identityId !== 'string' ||
           typeof clientSecretId !== 'string' ||
           typeof jti !== 'string' ||
-          typeof exp !== 'number'
+          !ROW_ID.test(jti) ||
+          typeof exp !== 'number' ||
+          // A token issued before tokens had a secret part: refused (its holder logs in again).
+          typeof tokenSecret !== 'string' ||
+          !TOKEN_SECRET.test(tokenSecret)
         ) {
           throw new AppError('TOKEN_INVALID', 'Invalid access token');
         }
-        return authMethod === undefined
-          ? { identityId, clientSecretId, tokenId: jti, exp }
-          : { identityId, clientSecretId, authMethod: authMethod as IssuedByMethod, tokenId: jti, exp };
+        const claims = { identityId, clientSecretId, tokenId: jti, secret: tokenSecret, secretHash: hashTokenSecret(tokenSecret), exp };
+        return authMethod === undefined ? claims : { ...claims, authMethod: authMethod as IssuedByMethod };
       } catch (err) {
         if (err instanceof AppError) throw err;
         if (err instanceof errors.JWTExpired) throw new AppError('TOKEN_INVALID', 'Access token expired');
@@ -87,6 +121,8 @@ const USER_SESSION_TYPE = 'userSession';
 export interface UserSessionClaims {
   userId: string;
   sessionId: string;
+  /** The session's secret part (see newTokenSecret); only its hash is stored. */
+  secret: string;
   exp: number;
 }
 
@@ -108,7 +144,7 @@ export function userSessionTokens(authSecret: Buffer) {
 
   return {
     async sign(c: UserSessionClaims): Promise<string> {
-      return new SignJWT({ authTokenType: USER_SESSION_TYPE, userId: c.userId })
+      return new SignJWT({ authTokenType: USER_SESSION_TYPE, userId: c.userId, tokenSecret: c.secret })
         .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
         .setIssuer(ISSUER)
         .setSubject(c.userId)
@@ -118,14 +154,22 @@ export function userSessionTokens(authSecret: Buffer) {
         .sign(await key);
     },
 
-    async verify(token: string): Promise<UserSessionClaims> {
+    async verify(token: string): Promise<UserSessionClaims & { secretHash: Buffer }> {
       try {
         const { payload } = await jwtVerify(token, await key, { algorithms: ['HS256'], issuer: ISSUER, typ: 'JWT' });
-        const { userId, jti, exp, authTokenType } = payload as Record<string, unknown>;
-        if (authTokenType !== USER_SESSION_TYPE || typeof userId !== 'string' || typeof jti !== 'string' || typeof exp !== 'number') {
+        const { userId, jti, exp, authTokenType, tokenSecret } = payload as Record<string, unknown>;
+        if (
+          authTokenType !== USER_SESSION_TYPE ||
+          typeof userId !== 'string' ||
+          typeof jti !== 'string' ||
+          !ROW_ID.test(jti) ||
+          typeof exp !== 'number' ||
+          typeof tokenSecret !== 'string' ||
+          !TOKEN_SECRET.test(tokenSecret)
+        ) {
           throw new AppError('TOKEN_INVALID', 'Invalid session token');
         }
-        return { userId, sessionId: jti, exp };
+        return { userId, sessionId: jti, secret: tokenSecret, secretHash: hashTokenSecret(tokenSecret), exp };
       } catch (err) {
         if (err instanceof AppError) throw err;
         if (err instanceof errors.JWTExpired) throw new AppError('TOKEN_INVALID', 'Session expired');
@@ -146,20 +190,21 @@ export function userSessionTokens(authSecret: Buffer) {
 export type UserSessionTokens = ReturnType<typeof userSessionTokens>;
 
 /**
- * Names an e-mail address in the login-attempt table without storing it: addresses
- * that belong to nobody are whatever strangers typed, and a keyed hash cannot be
- * reversed by trying candidate addresses without AUTH_SECRET.
+ * Names an (e-mail address, source) pair in the login-attempt table without storing
+ * either: addresses that belong to nobody are whatever strangers typed, and a keyed hash
+ * cannot be reversed by trying candidates without AUTH_SECRET. `source` (loginSources.ts)
+ * never holds a newline, so the pair is read back unambiguously from the last one.
  */
-export function loginAttemptKeys(authSecret: Buffer): (normalisedEmail: string) => Buffer {
+export function loginAttemptKeys(authSecret: Buffer): (normalisedEmail: string, source: string) => Buffer {
   const key = deriveKey(authSecret, 'login-attempts');
-  return (normalisedEmail) => createHmac('sha256', key).update(normalisedEmail, 'utf8').digest();
+  return (normalisedEmail, source) => createHmac('sha256', key).update(`${normalisedEmail}\n${source}`, 'utf8').digest();
 }
 
 /** Everything AUTH_SECRET is used for, derived at once. */
 export interface AuthKeys {
   identity: IdentityTokens;
   sessions: UserSessionTokens;
-  loginAttempts: (normalisedEmail: string) => Buffer;
+  loginAttempts: (normalisedEmail: string, source: string) => Buffer;
 }
 
 /**

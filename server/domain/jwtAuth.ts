@@ -28,9 +28,8 @@ import { globMatch } from './glob.js';
 import { existingIdentity, MAX_TTL_SECONDS } from './identities.js';
 import { hostRefusal } from './fetchGuard.js';
 import { isCertificate, parseFetchUrl, parsePublicKey, type KeySources } from './jwtKeys.js';
-import type { LoginResult, MachineAuth } from './machineAuth.js';
+import { newAccessToken, type LoginResult, type MachineAuth } from './machineAuth.js';
 import type { Origin, WritePipeline } from './pipeline.js';
-import { randomUUID } from 'node:crypto';
 
 export type { TokenAuthMethod } from '../../storage/jwtAuth.js';
 
@@ -330,13 +329,14 @@ export function jwtAuthDomain(deps: JwtAuthDeps) {
       checkBindings(payload, cfg, providerIssuer);
 
       const issuedAt = now();
-      const tokenId = randomUUID();
+      const { tokenId, secret, secretHash } = newAccessToken();
       const row = await changes.byCaller({ actorType: 'identity', actorId: identityId }, { ip: input.ip }).run(async ({ s, audit }) => {
         // As the configuration is now: removed or changed meanwhile, the token follows it.
         const cur = await s.jwtAuths.get(identityId, method);
         if (!cur) throw new AppError('UNAUTHORIZED', 'Access denied: the auth method was removed');
         await s.identities.insertAccessToken({
           id: tokenId,
+          secretHash,
           identityId,
           clientSecretId: null,
           authMethod: method,
@@ -351,7 +351,16 @@ export function jwtAuthDomain(deps: JwtAuthDeps) {
         });
         return cur;
       });
-      return machineAuth.issue(identityId, '', tokenId, issuedAt, issuedAt + row.accessTokenTtl * 1000, row.accessTokenMaxTtl, method);
+      return machineAuth.issue({
+        identityId,
+        clientSecretId: '',
+        tokenId,
+        secret,
+        issuedAt,
+        expiresAt: issuedAt + row.accessTokenTtl * 1000,
+        maxTtl: row.accessTokenMaxTtl,
+        authMethod: method,
+      });
     },
   };
 }

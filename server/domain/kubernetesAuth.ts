@@ -28,7 +28,7 @@ import { existingIdentity, MAX_TTL_SECONDS } from './identities.js';
 import { policyList } from './jwtAuth.js';
 import { isCertificate } from './jwtKeys.js';
 import { dataKeyAad } from './keyring.js';
-import type { LoginResult, MachineAuth } from './machineAuth.js';
+import { newAccessToken, type LoginResult, type MachineAuth } from './machineAuth.js';
 import type { Origin, WritePipeline } from './pipeline.js';
 import { parseKubernetesHost, reviewToken, ReviewUnavailable, type ReviewOutcome, type TokenReviewRequest } from './tokenReview.js';
 
@@ -262,13 +262,14 @@ export function kubernetesAuthDomain(deps: KubernetesAuthDeps) {
       if (cfg.allowedAudience !== '' && !st.audiences.includes(cfg.allowedAudience)) throw denied('K8s audience not allowed.');
 
       const issuedAt = now();
-      const tokenId = randomUUID();
+      const { tokenId, secret, secretHash } = newAccessToken();
       const row = await changes.byCaller({ actorType: 'identity', actorId: cfg.identityId }, { ip: input.ip }).run(async ({ s, audit }) => {
         // As the configuration is now: removed or changed meanwhile, the token follows it.
         const cur = await s.kubernetesAuths.get(cfg.identityId);
         if (!cur) throw denied('the auth method was removed');
         await s.identities.insertAccessToken({
           id: tokenId,
+          secretHash,
           identityId: cfg.identityId,
           clientSecretId: null,
           authMethod: 'kubernetes-auth',
@@ -282,7 +283,16 @@ export function kubernetesAuthDomain(deps: KubernetesAuthDeps) {
         });
         return cur;
       });
-      return machineAuth.issue(cfg.identityId, '', tokenId, issuedAt, issuedAt + row.accessTokenTtl * 1000, row.accessTokenMaxTtl, 'kubernetes-auth');
+      return machineAuth.issue({
+        identityId: cfg.identityId,
+        clientSecretId: '',
+        tokenId,
+        secret,
+        issuedAt,
+        expiresAt: issuedAt + row.accessTokenTtl * 1000,
+        maxTtl: row.accessTokenMaxTtl,
+        authMethod: 'kubernetes-auth',
+      });
     },
   };
 }

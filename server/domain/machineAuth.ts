@@ -3,8 +3,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Store } from '../../storage/index.js';
 import type { AccessTokenState, TrustedIp } from '../../storage/identities.js';
-import type { IdentityTokenClaims, IdentityTokens, IssuedByMethod } from '../auth/tokens.js';
+import { hashTokenSecret, newTokenSecret, secretMatches, type IdentityTokenClaims, type IdentityTokens, type IssuedByMethod, type VerifiedIdentityClaims } from '../auth/tokens.js';
 import { AppError } from '../errors.js';
+import { loginSource } from '../auth/loginSources.js';
 import { ipMatcher } from '../http/clientAddress.js';
 import { isUuid } from './access.js';
 import { topics, type Caches } from './caches.js';
@@ -51,7 +52,27 @@ function ipAllowed(list: TrustedIp[], ip: () => string | null | undefined): bool
   return (m.match ??= ipMatcher(list))(address);
 }
 
-type TokenClaims = { tokenId: string; identityId: string; clientSecretId: string; authMethod?: string };
+type TokenClaims = { tokenId: string; identityId: string; clientSecretId: string; authMethod?: string; secretHash: Buffer };
+
+/** A new access token's row id and secret part: the row keeps `secretHash`, the token carries `secret`. */
+export function newAccessToken(): { tokenId: string; secret: string; secretHash: Buffer } {
+  return { tokenId: randomUUID(), ...newTokenSecret() };
+}
+
+/** What issue() signs: a token whose row the caller has inserted (or is inserting) with the secret's hash. */
+export interface IssuedToken {
+  identityId: string;
+  /** '' for a token that no client secret issued. */
+  clientSecretId: string;
+  tokenId: string;
+  secret: string;
+  /** Milliseconds: `expiresIn` counts from here. */
+  issuedAt: number;
+  expiresAt: number;
+  /** Seconds, as answered in `accessTokenMaxTTL`. */
+  maxTtl: number;
+  authMethod?: IssuedByMethod;
+}
 
 /** The longest Authorization header worth remembering by its text ("Bearer", spaces, a 4,096-character token). */
 export const MAX_BEARER_HEADER = 4200;
@@ -63,7 +84,7 @@ export interface MachineAuthDeps {
   store: {
     identities: Pick<
       Store['identities'],
-      'loginLookup' | 'universalAuthByIdentity' | 'liveAccessToken'
+      'loginLookup' | 'universalAuthByIdentity' | 'liveAccessToken' | 'revokedAccessToken'
     >;
   };
   keyring: Pick<Keyring, 'macWith' | 'findClientSecret'>;
@@ -90,7 +111,7 @@ export function machineAuth(deps: MachineAuthDeps) {
   // Keyed by the token, or (authenticate) by the whole Authorization header that carries
   // it: a hit then skips parsing the header (~2 µs a request for a regex over the token
   // and hashing the token's substring). No token holds a space, so the two never meet.
-  const verified = new Map<string, { claims: Awaited<ReturnType<IdentityTokens['verify']>>; until: number }>();
+  const verified = new Map<string, { claims: VerifiedIdentityClaims; until: number }>();
 
   /** `isHeader`: `key` is an Authorization header, parsed only when it is not held. */
   async function claimsOf(key: string, isHeader = false) {
@@ -105,7 +126,7 @@ export function machineAuth(deps: MachineAuthDeps) {
     return unexpired(key, claims);
   }
 
-  function unexpired(key: string, claims: IdentityTokenClaims): IdentityTokenClaims {
+  function unexpired(key: string, claims: VerifiedIdentityClaims): VerifiedIdentityClaims {
     if (claims.exp * 1000 <= now()) {
       verified.delete(key);
       throw new AppError('TOKEN_INVALID', 'Access token expired');
@@ -114,12 +135,12 @@ export function machineAuth(deps: MachineAuthDeps) {
   }
 
   /** The claims verified under this Authorization header, if held (no promise: the hot path); else claimsOf. */
-  function heldClaims(authorization: string): IdentityTokenClaims | undefined {
+  function heldClaims(authorization: string): VerifiedIdentityClaims | undefined {
     const hit = verified.get(authorization);
     return hit !== undefined && hit.until > now() ? unexpired(authorization, hit.claims) : undefined;
   }
 
-  function keep(key: string, claims: IdentityTokenClaims): void {
+  function keep(key: string, claims: VerifiedIdentityClaims): void {
     verified.delete(key);
     if (verified.size >= VERIFIED_MAX) verified.delete(verified.keys().next().value!);
     verified.set(key, { claims, until: now() + VERIFIED_TTL_MS });
@@ -133,10 +154,11 @@ export function machineAuth(deps: MachineAuthDeps) {
   }
 
   /**
-   * The token's live row, bound to its claims: the row must exist, be live, and belong to
-   * the identity and client secret the claims name. A token re-signed by whoever learned
-   * AUTH_SECRET (another subject, another kind, a deleted row) is refused: the key alone
-   * cannot mint access.
+   * The token's live row, bound to its claims: the row must exist, be live, belong to the
+   * identity and client secret the claims name, and hold the hash of the token's secret
+   * part. A token signed by whoever learned AUTH_SECRET (another subject, another kind, a
+   * deleted row, a row id read from the database) is refused: neither the key nor a read
+   * of the database can mint access.
    */
   async function liveState(claims: TokenClaims): Promise<AccessTokenState> {
     return boundState(await caches.accessTokens.get(claims.tokenId, async () => (await store.identities.liveAccessToken(claims.tokenId)) ?? null), claims);
@@ -146,17 +168,25 @@ export function machineAuth(deps: MachineAuthDeps) {
   function boundState(state: AccessTokenState | null, claims: TokenClaims): AccessTokenState {
     if (!state || state.expiresAt.getTime() <= now()) throw new AppError('TOKEN_INVALID', 'Access token revoked or expired');
     // Bound by method too: a JWT-auth token dies with JWT auth, as a UA token with its secret.
-    if (state.identityId !== claims.identityId || state.clientSecretId !== claims.clientSecretId || state.authMethod !== (claims.authMethod ?? 'universal-auth')) {
+    if (
+      state.identityId !== claims.identityId ||
+      state.clientSecretId !== claims.clientSecretId ||
+      state.authMethod !== (claims.authMethod ?? 'universal-auth') ||
+      // The hash was made once when the token was verified: a 32-byte compare per request.
+      !secretMatches(claims.secretHash, state.secretHash)
+    ) {
       throw new AppError('TOKEN_INVALID', 'Invalid access token');
     }
     return state;
   }
 
   /** `expiresIn` counts from `issuedAt`, so a login answers exactly the configured TTL. */
-  function issue(identityId: string, clientSecretId: string, tokenId: string, issuedAt: number, expiresAt: number, maxTtl: number, authMethod?: IssuedByMethod) {
-    const claims: IdentityTokenClaims = { identityId, clientSecretId, tokenId, exp: Math.floor(expiresAt / 1000), ...(authMethod ? { authMethod } : {}) };
+  function issue(t: IssuedToken) {
+    const { identityId, clientSecretId, tokenId, secret, issuedAt, expiresAt, maxTtl, authMethod } = t;
+    const signed: IdentityTokenClaims = { identityId, clientSecretId, tokenId, secret, exp: Math.floor(expiresAt / 1000), ...(authMethod ? { authMethod } : {}) };
+    const claims: VerifiedIdentityClaims = { ...signed, secretHash: hashTokenSecret(secret) };
     return tokens
-      .sign(claims)
+      .sign(signed)
       .then((accessToken): LoginResult => {
         // Signed here, so its claims are known without verifying it: kept under the header
         // every client sends it in, ESO's read right after skips the HMAC and the JWT parse.
@@ -189,7 +219,10 @@ export function machineAuth(deps: MachineAuthDeps) {
   }
 
   return {
-    /** Signs the answer of a login another module (JWT / OIDC auth) has recorded. */
+    /**
+     * Signs the answer of a login another module (JWT / OIDC auth) has recorded: its row was
+     * inserted with the hash of `secret` (see newAccessToken).
+     */
     issue,
 
     /** Drops verified tokens whose time is up; returns how many. */
@@ -228,7 +261,9 @@ export function machineAuth(deps: MachineAuthDeps) {
       if (!found) throw invalidCredentials();
       if (!ipAllowed(found.clientSecretTrustedIps, () => input.ip)) throw ipNotAllowed();
       const issuedAt = now();
-      const tokenId = randomUUID();
+      // Failures are counted per source: a stranger's guesses do not lock out this client.
+      const source = loginSource(input.ip);
+      const { tokenId, secret, secretHash } = newAccessToken();
       // The new token's state, as liveAccessToken reads it, cached once the login has
       // committed: ESO's read right after needs no statement. Asked of the cache before the
       // transaction begins, so that an invalidation landing meanwhile (a secret revoked, the
@@ -240,13 +275,13 @@ export function machineAuth(deps: MachineAuthDeps) {
       try {
         const outcome = await asIdentityGrouped(found.identityId, `login:${found.identityId}`, { ip: input.ip }).run(async ({ s, audit, sent }) => {
           // The claim decides the attempt, and on a match issues the token, in its own
-          // statement (one round trip a login); the identity's row stays locked until
-          // this transaction ends, so one client's logins are decided one at a time, in the
-          // order their claims run. Nothing this login sends later changes what the identity's
+          // statement (one round trip a login); the identity's failure row for this source
+          // stays locked until this transaction ends, so one client's logins from one source
+          // are decided one at a time, in the order their claims run. Nothing this login sends later changes what the identity's
           // next claim reads, so that claim may follow at once (no round trip per login: ESO
           // logs in on every sync). Unless a secret awaits its re-MAC after a rekey: a match
           // under the old key clears the count only after a comparison made here.
-          const claiming = s.identities.claimLogin(found.identityId, lockout.maxAttempts, lockout.seconds, new Date(issuedAt), mac, tokenId);
+          const claiming = s.identities.claimLogin(found.identityId, source, lockout.maxAttempts, lockout.seconds, new Date(issuedAt), mac, { id: tokenId, secretHash });
           if (!found.staleMacCandidates) sent();
           const claim = await claiming;
           if (!claim) throw invalidCredentials();
@@ -273,13 +308,14 @@ export function machineAuth(deps: MachineAuthDeps) {
                 s.identities.markClientSecretUsed(secretId),
                 s.identities.insertAccessToken({
                   id: tokenId,
+                  secretHash,
                   identityId: ua.identityId,
                   clientSecretId: secretId,
                   expiresAt: new Date(expiresAt),
                   maxExpiresAt: new Date(maxExpiresAt),
                   numUsesLimit: ua.accessTokenNumUsesLimit,
                 }),
-                s.identities.clearLoginFailures(ua.identityId),
+                s.identities.clearLoginFailures(ua.identityId, source),
                 remacking ? s.identities.remacClientSecret(secretId, mac.keyId, mac.mac) : false,
               ]);
               sent();
@@ -316,8 +352,9 @@ export function machineAuth(deps: MachineAuthDeps) {
           numUsesLimit: ua.accessTokenNumUsesLimit,
           numUses: 0,
           accessTokenTrustedIps: ua.accessTokenTrustedIps,
+          secretHash,
         };
-        return issue(ua.identityId, secretId, tokenId, issuedAt, expiresAt, ua.accessTokenMaxTtl);
+        return issue({ identityId: ua.identityId, clientSecretId: secretId, tokenId, secret, issuedAt, expiresAt, maxTtl: ua.accessTokenMaxTtl });
       } finally {
         // Refused, failed or rolled back: nothing is cached.
         if (state) settle.ok(state);
@@ -347,12 +384,26 @@ export function machineAuth(deps: MachineAuthDeps) {
       return authenticateLoading(authorization, origin);
     },
 
-    /** Idempotent for a token of ours; from then on every request with it gets 401, on every replica. */
-    async revoke(accessToken: string, origin?: Origin): Promise<void> {
+    /**
+     * From then on every request with the token gets 401, on every replica. Checked as a
+     * use is: the token's live row (its secret part included) and the access-token trusted
+     * IPs (403 from elsewhere). A use is neither counted nor needed (revoking grants
+     * nothing; a used-up token may still be revoked). Idempotent for the holder: the token
+     * revoked already (ESO retries) answers as the first revoke did, and changes nothing.
+     */
+    async revoke(accessToken: string, origin: Origin = {}): Promise<void> {
       const claims = await claimsOf(accessToken);
+      let state: AccessTokenState;
+      try {
+        state = await liveState(claims);
+      } catch (err) {
+        if (err instanceof AppError && err.code === 'TOKEN_INVALID' && (await store.identities.revokedAccessToken(claims.tokenId, claims.identityId, claims.secretHash))) return;
+        throw err;
+      }
+      if (!ipAllowed(state.accessTokenTrustedIps, () => origin.ip)) throw ipNotAllowed();
       await asIdentityGrouped(claims.identityId, `token:${claims.tokenId}`, origin).run(async ({ s, audit, invalidate }) => {
-        // Revoking a token twice (ESO retries) changes nothing the second time.
-        if (!(await s.identities.revokeAccessToken(claims.tokenId, claims.identityId))) return;
+        // Revoked meanwhile (ESO retries): changes nothing the second time.
+        if (!(await s.identities.revokeAccessToken(claims.tokenId, claims.identityId, claims.secretHash))) return;
         await audit({ eventType: 'revoke-identity-access-token', metadata: { identityId: claims.identityId, accessTokenId: claims.tokenId } });
         invalidate(topics.accessToken, claims.tokenId);
       });
@@ -362,12 +413,20 @@ export function machineAuth(deps: MachineAuthDeps) {
       verified.delete(`Bearer ${accessToken}`);
     },
 
-    async renew(accessToken: string, origin?: Origin): Promise<LoginResult> {
+    /**
+     * Checked as a use is (the token's live row with its secret part, the access-token
+     * trusted IPs, uses left, expiry), then extended by the issuing method's TTL up to the
+     * token's maximum lifetime. The token's secret part stays: the answer is the same
+     * token, with a later expiry.
+     */
+    async renew(accessToken: string, origin: Origin = {}): Promise<LoginResult> {
       const claims = await claimsOf(accessToken);
-      await liveState(claims);
+      const held = await liveState(claims);
+      if (!ipAllowed(held.accessTokenTrustedIps, () => origin.ip)) throw ipNotAllowed();
       // Fresh from the database: the cached state does not follow the use count.
-      const state = await store.identities.liveAccessToken(claims.tokenId);
-      if (!state) throw new AppError('TOKEN_INVALID', 'Access token revoked or expired');
+      const fresh = await store.identities.liveAccessToken(claims.tokenId);
+      const state = boundState(fresh ?? null, claims);
+      if (!ipAllowed(state.accessTokenTrustedIps, () => origin.ip)) throw ipNotAllowed();
       if (state.numUsesLimit > 0 && state.numUses >= state.numUsesLimit) throw usesExhausted();
       // The TTLs of the method that issued the token, as they are now.
       const renewedAt = now();
@@ -381,7 +440,16 @@ export function machineAuth(deps: MachineAuthDeps) {
         });
         invalidate(topics.accessToken, claims.tokenId);
       });
-      return issue(claims.identityId, claims.clientSecretId, claims.tokenId, renewedAt, expiresAt, state.accessTokenMaxTtl, claims.authMethod);
+      return issue({
+        identityId: claims.identityId,
+        clientSecretId: claims.clientSecretId,
+        tokenId: claims.tokenId,
+        secret: claims.secret,
+        issuedAt: renewedAt,
+        expiresAt,
+        maxTtl: state.accessTokenMaxTtl,
+        ...(claims.authMethod ? { authMethod: claims.authMethod } : {}),
+      });
     },
   };
 }

@@ -4,7 +4,6 @@
 // method: a token expires by its TTL (renewable up to its max TTL), serves at most its
 // use limit, and only from the trusted addresses. Tokens are issued exactly as a login
 // issues them (machineAuth.issue), so they are stored and checked the same way.
-import { randomUUID } from 'node:crypto';
 import type { Store } from '../../storage/index.js';
 import type { TrustedIp } from '../../storage/identities.js';
 import type { TokenAuthRow, TokenAuthSettings, TokenAuthTokenRow } from '../../storage/tokenAuth.js';
@@ -12,7 +11,7 @@ import { AppError } from '../errors.js';
 import { isUuid, requireOrgAdmin, type Actor, type SystemActor } from './access.js';
 import { topics } from './caches.js';
 import { existingIdentity, MAX_TTL_SECONDS } from './identities.js';
-import type { LoginResult, MachineAuth } from './machineAuth.js';
+import { newAccessToken, type LoginResult, type MachineAuth } from './machineAuth.js';
 import type { Origin, WritePipeline } from './pipeline.js';
 
 export type TokenAuthInput = Partial<TokenAuthSettings>;
@@ -147,11 +146,12 @@ export function tokenAuthDomain(deps: TokenAuthDeps) {
       const grant = changes.inOrganization(actor, origin);
       const name = tokenName(input.name);
       const issuedAt = now();
-      const tokenId = randomUUID();
+      const { tokenId, secret, secretHash } = newAccessToken();
       const { cfg, row } = await grant.run(async ({ s, audit }) => {
         const cfg = await configOf(s, identityId);
         await s.identities.insertAccessToken({
           id: tokenId,
+          secretHash,
           identityId: cfg.identityId,
           clientSecretId: null,
           authMethod: 'token-auth',
@@ -163,7 +163,16 @@ export function tokenAuthDomain(deps: TokenAuthDeps) {
         await audit({ eventType: 'create-token-identity-token-auth', metadata: { identityId: cfg.identityId, accessTokenId: tokenId, name } });
         return { cfg, row: (await s.tokenAuths.token(tokenId))! };
       });
-      const issued = await machineAuth.issue(cfg.identityId, '', tokenId, issuedAt, issuedAt + cfg.accessTokenTtl * 1000, cfg.accessTokenMaxTtl, 'token-auth');
+      const issued = await machineAuth.issue({
+        identityId: cfg.identityId,
+        clientSecretId: '',
+        tokenId,
+        secret,
+        issuedAt,
+        expiresAt: issuedAt + cfg.accessTokenTtl * 1000,
+        maxTtl: cfg.accessTokenMaxTtl,
+        authMethod: 'token-auth',
+      });
       return { ...issued, tokenData: row };
     },
 

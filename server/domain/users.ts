@@ -1,15 +1,19 @@
 // People: first-visit registration of the superadmin, password login (argon2id, off
 // the event loop), sessions that logout ends.
 //
-// Login failures are counted per e-mail address, whether an account has it or not, and
-// a failed login does the same statements and the same argon2 work either way: neither
-// the answer, the lockout nor the time taken tells whether an address has an account.
+// Login failures are counted per e-mail address and source (client address; an IPv6
+// /64), whether an account has the address or not, and a failed login does the same
+// statements and the same argon2 work either way: neither the answer, the lockout nor the
+// time taken tells whether an address has an account. A stranger's guesses lock out only
+// the stranger's source. Each source also has a budget of argon2 work (loginSources.ts),
+// taken before any: spraying many addresses from one source is refused (429) cheaply.
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Crypto } from '../../crypto/index.js';
 import { ReadThroughCache, type CacheBus } from '../../storage/cache.js';
 import type { Store, TxStores } from '../../storage/index.js';
 import type { SessionState, UserRow } from '../../storage/users.js';
-import type { UserSessionTokens } from '../auth/tokens.js';
+import { loginSource, type SourceBudget } from '../auth/loginSources.js';
+import { newTokenSecret, secretMatches, type UserSessionTokens } from '../auth/tokens.js';
 import { AppError } from '../errors.js';
 import { isUuid, requireOrgAdmin, type Actor, type SystemActor } from './access.js';
 import { topics } from './caches.js';
@@ -67,6 +71,12 @@ export const LAST_SUPERADMIN_MESSAGE =
 
 const normaliseEmail = (raw: string) => raw.trim().toLowerCase();
 
+const LOGIN_LOCKED = 'Too many failed login attempts';
+const PASSWORD_CHECKS_LOCKED = 'Too many failed password checks';
+/** A 429 with Retry-After: alike for a locked account and source and for a source over its budget. */
+const rateLimited = (message: string, seconds: number) =>
+  new AppError('RATE_LIMITED', `${message}; try again in ${seconds} seconds`, { headers: { 'Retry-After': String(seconds) } });
+
 /** No account can have it (refused at creation), and PostgreSQL text cannot hold a NUL. */
 const impossibleEmail = (email: string) => CONTROL_CHARACTER.test(email) || LONE_SURROGATE.test(email);
 
@@ -74,8 +84,10 @@ export interface UsersDeps {
   store: { users: Pick<Store['users'], 'count' | 'byEmail' | 'byId' | 'liveSession' | 'list' | 'credentialHolds' | 'isSuperadmin'>; loginAttempts: Pick<Store['loginAttempts'], 'purgeStale' | 'claim'> };
   crypto: Pick<Crypto, 'hashPassword' | 'verifyPassword'>;
   sessions: UserSessionTokens;
-  /** Keys the login-attempt counters (an HMAC: see server/auth/tokens.ts). */
-  emailKey: (normalisedEmail: string) => Buffer;
+  /** Keys the login-attempt counters by address and source (an HMAC: see server/auth/tokens.ts). */
+  emailKey: (normalisedEmail: string, source: string) => Buffer;
+  /** Argon2 work per source (login, password change, signup), taken before any. */
+  budget: SourceBudget;
   /** Where the session cache hears that a session ended (on any replica). */
   bus: Pick<CacheBus, 'subscribe' | 'onReset' | 'live' | 'epoch'>;
   changes: Pick<WritePipeline, 'byCaller' | 'inOrganization'>;
@@ -115,7 +127,30 @@ export function randomSetupCode(): string {
 }
 
 export async function usersDomain(deps: UsersDeps) {
-  const { store, crypto, sessions, emailKey, bus, changes, lockout } = deps;
+  const { store, crypto, sessions, emailKey, bus, changes, lockout, budget } = deps;
+
+  /**
+   * Runs `work` (argon2) on the source's budget: refused (429, `message`) before any when
+   * the source has none left. `work` says whether the budget is given back: true when no
+   * argon2 work was needed or the attempt succeeded. A throw counts as a failure once
+   * `spent()` was called (the argon2 work began), else it is given back.
+   */
+  async function onBudget<T>(ip: string | null, message: string, work: (spent: () => void) => Promise<T>): Promise<T> {
+    const source = loginSource(ip);
+    const wait = budget.take(source);
+    if (wait > 0) throw rateLimited(message, wait);
+    let hashed = false;
+    let keep = false;
+    try {
+      const out = await work(() => (hashed = true));
+      return out;
+    } catch (err) {
+      keep = hashed;
+      throw err;
+    } finally {
+      if (!keep) budget.refund(source);
+    }
+  }
   // An unknown email is checked against this hash, so both failures take as long.
   const dummyHash = await crypto.hashPassword(randomBytes(16).toString('hex'));
   const live = new ReadThroughCache<SessionState | null>(10_000, 30_000, bus);
@@ -185,9 +220,11 @@ export async function usersDomain(deps: UsersDeps) {
 
   async function openSession(s: Pick<TxStores, 'users'>, user: { id: string; email: string; firstName: string; lastName: string; isSuperadmin: boolean }, ip: string | null) {
     const sessionId = randomUUID();
+    // The row keeps the secret part's hash only: its id (in the audit trail) opens nothing.
+    const { secret, secretHash } = newTokenSecret();
     const expiresAt = new Date(Date.now() + deps.sessionTtlSeconds * 1000);
-    await s.users.insertSession({ id: sessionId, userId: user.id, expiresAt, ip });
-    const token = await sessions.sign({ userId: user.id, sessionId, exp: Math.floor(expiresAt.getTime() / 1000) });
+    await s.users.insertSession({ id: sessionId, secretHash, userId: user.id, expiresAt, ip });
+    const token = await sessions.sign({ userId: user.id, sessionId, secret, exp: Math.floor(expiresAt.getTime() / 1000) });
     return {
       token,
       csrfToken: sessions.csrfTokenFor(sessionId),
@@ -222,8 +259,10 @@ export async function usersDomain(deps: UsersDeps) {
       } else if (input.setupCode !== undefined) {
         throw new AppError('VALIDATION', 'setupCode is not used: this instance does not require a setup code');
       }
-      const passwordHash = await crypto.hashPassword(input.password);
-      const result = await changes.byCaller({ actorType: 'user', actorId: null }, { ip: input.ip }).run(async ({ s, audit, actAs }) => {
+      const result = await onBudget(input.ip, 'Too many attempts', async (spent) => {
+        spent();
+        const passwordHash = await crypto.hashPassword(input.password);
+        return changes.byCaller({ actorType: 'user', actorId: null }, { ip: input.ip }).run(async ({ s, audit, actAs }) => {
         // Two first visits at once: exactly one becomes the superadmin.
         await s.tx`select pg_advisory_xact_lock(74820116)`;
         if ((await s.users.count()) > 0) throw alreadySetUp();
@@ -232,6 +271,7 @@ export async function usersDomain(deps: UsersDeps) {
         actAs({ actorType: 'user', actorId: user.id });
         await audit({ eventType: 'admin-signup', metadata: { email } });
         return openSession(s, user, input.ip);
+        });
       });
       // Used: this replica forgets it (the others refuse a second signup anyway).
       code?.forget();
@@ -240,28 +280,28 @@ export async function usersDomain(deps: UsersDeps) {
 
     async login(input: { email: string; password: string; ip: string | null }): Promise<SessionResult> {
       const email = normaliseEmail(input.email);
-      const key = emailKey(email);
-      await store.loginAttempts.purgeStale(lockout.seconds);
-      // Claimed before the password is checked: parallel guesses cannot outrun the count.
-      const claim = await store.loginAttempts.claim(key, lockout.maxAttempts, lockout.seconds);
-      if (!claim.claimed) {
-        throw new AppError('RATE_LIMITED', `Too many failed login attempts; try again in ${claim.retryAfterSeconds} seconds`, {
-          headers: { 'Retry-After': String(claim.retryAfterSeconds) },
+      const key = emailKey(email, loginSource(input.ip));
+      // The source's budget first (memory only), then the address's count at this source.
+      return onBudget(input.ip, LOGIN_LOCKED, async (spent) => {
+        await store.loginAttempts.purgeStale(lockout.seconds);
+        // Claimed before the password is checked: parallel guesses cannot outrun the count.
+        const claim = await store.loginAttempts.claim(key, lockout.maxAttempts, lockout.seconds);
+        if (!claim.claimed) throw rateLimited(LOGIN_LOCKED, claim.retryAfterSeconds);
+        // The lookup runs for an impossible address too (with one that matches nobody).
+        const user = await store.users.byEmail(impossibleEmail(email) ? '' : email);
+        spent();
+        const ok = await crypto.verifyPassword(user?.passwordHash ?? dummyHash, input.password);
+        // A disabled person gets the same answer as a wrong password (the same work was done).
+        if (!user || !ok || user.disabledAt) throw invalidLogin();
+        // A password hash (or superadmin flag) written into the database directly, not by the
+        // service, has no valid MAC (storage/privilege.ts): the same answer. Checked only once
+        // the password matched, so a wrong guess costs the same work for every address.
+        if (!(await store.users.credentialHolds(user))) throw invalidLogin();
+        return changes.byCaller({ actorType: 'user', actorId: user.id }, { ip: input.ip }).run(async ({ s, audit }) => {
+          await s.loginAttempts.reset(key);
+          await audit({ eventType: 'login-user' });
+          return openSession(s, user, input.ip);
         });
-      }
-      // The lookup runs for an impossible address too (with one that matches nobody).
-      const user = await store.users.byEmail(impossibleEmail(email) ? '' : email);
-      const ok = await crypto.verifyPassword(user?.passwordHash ?? dummyHash, input.password);
-      // A disabled person gets the same answer as a wrong password (the same work was done).
-      if (!user || !ok || user.disabledAt) throw invalidLogin();
-      // A password hash (or superadmin flag) written into the database directly, not by the
-      // service, has no valid MAC (storage/privilege.ts): the same answer. Checked only once
-      // the password matched, so a wrong guess costs the same work for every address.
-      if (!(await store.users.credentialHolds(user))) throw invalidLogin();
-      return changes.byCaller({ actorType: 'user', actorId: user.id }, { ip: input.ip }).run(async ({ s, audit }) => {
-        await s.loginAttempts.reset(key);
-        await audit({ eventType: 'login-user' });
-        return openSession(s, user, input.ip);
       });
     },
 
@@ -279,8 +319,11 @@ export async function usersDomain(deps: UsersDeps) {
       const state = await live.get(claims.sessionId, async () => (await store.users.liveSession(claims.sessionId)) ?? null);
       if (!state || state.expiresAt.getTime() <= Date.now()) throw new AppError('TOKEN_INVALID', 'Session ended; log in again');
       // Bound to its row: a token re-signed with another subject (whoever learned
-      // AUTH_SECRET) names a live session of someone else, and is refused.
-      if (state.userId !== claims.userId) throw new AppError('TOKEN_INVALID', 'Invalid session token');
+      // AUTH_SECRET) names a live session of someone else, and is refused; one made from a
+      // session id read from the database lacks the secret part whose hash the row keeps.
+      if (state.userId !== claims.userId || !secretMatches(claims.secretHash, state.secretHash)) {
+        throw new AppError('TOKEN_INVALID', 'Invalid session token');
+      }
       return { kind: 'user', userId: claims.userId, sessionId: claims.sessionId, superadmin: state.isSuperadmin };
     },
 
@@ -330,18 +373,18 @@ export async function usersDomain(deps: UsersDeps) {
       const user = await store.users.byId(actor.userId);
       if (!user || user.disabledAt) throw new AppError('TOKEN_INVALID', 'Session ended; log in again');
       validatePassword(input.newPassword, 'newPassword');
-      const key = emailKey(user.email);
-      const claim = await store.loginAttempts.claim(key, lockout.maxAttempts, lockout.seconds);
-      if (!claim.claimed) {
-        throw new AppError('RATE_LIMITED', `Too many failed password checks; try again in ${claim.retryAfterSeconds} seconds`, {
-          headers: { 'Retry-After': String(claim.retryAfterSeconds) },
-        });
-      }
-      if (!(await crypto.verifyPassword(user.passwordHash, input.oldPassword))) {
-        throw new AppError('VALIDATION', 'oldPassword is not your current password');
-      }
-      const passwordHash = await crypto.hashPassword(input.newPassword);
-      return changes.byCaller({ actorType: 'user', actorId: user.id }, { ip }).run(async (c) => {
+      // Counted with the address's logins at this source (a session's holder guessing the
+      // password is a guesser like any other).
+      const key = emailKey(normaliseEmail(user.email), loginSource(ip));
+      return onBudget(ip, PASSWORD_CHECKS_LOCKED, async (spent) => {
+        const claim = await store.loginAttempts.claim(key, lockout.maxAttempts, lockout.seconds);
+        if (!claim.claimed) throw rateLimited(PASSWORD_CHECKS_LOCKED, claim.retryAfterSeconds);
+        spent();
+        if (!(await crypto.verifyPassword(user.passwordHash, input.oldPassword))) {
+          throw new AppError('VALIDATION', 'oldPassword is not your current password');
+        }
+        const passwordHash = await crypto.hashPassword(input.newPassword);
+        return changes.byCaller({ actorType: 'user', actorId: user.id }, { ip }).run(async (c) => {
         const row = await c.s.users.lockById(user.id);
         if (!row || row.disabledAt) throw new AppError('TOKEN_INVALID', 'Session ended; log in again');
         await c.s.loginAttempts.reset(key);
@@ -349,6 +392,7 @@ export async function usersDomain(deps: UsersDeps) {
         const ended = await endSessions(c, user.id);
         await c.audit({ eventType: 'change-password', metadata: { userId: user.id, sessionsEnded: ended } });
         return openSession(c.s, row, ip);
+        });
       });
     },
 

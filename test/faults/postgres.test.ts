@@ -106,13 +106,13 @@ t.test('database stopped and frozen under 8 writers on 2 replicas', async (t) =>
   await pg.stopImmediate();
   const downUntil = performance.now() + 5_000;
   let reported: Awaited<ReturnType<typeof request<any>>> | undefined;
-  let unavailable: Awaited<ReturnType<typeof request<any>>> | undefined;
+  let depsDown: Awaited<ReturnType<typeof request<any>>> | undefined;
   const readiness: number[] = [];
   while (performance.now() < downUntil) {
     const r = await request(`${a.url}/api/health/ready`);
     readiness.push(r.status);
     if (/^unreachable/.test(r.body?.checks?.database ?? '')) reported ??= r;
-    unavailable ??= await request(`${a.url}/api/health/dependencies`).then((d) => (d.status === 503 ? d : undefined));
+    depsDown ??= await request(`${a.url}/api/health/dependencies`).then((d) => (d.status === 503 ? d : undefined));
     await new Promise((res) => setTimeout(res, 200));
   }
   // An outage every replica shares is no reason to leave the Service: clients get our 503
@@ -120,7 +120,7 @@ t.test('database stopped and frozen under 8 writers on 2 replicas', async (t) =>
   t.ok(readiness.every((s) => s === 200), `still ready while the database is down (${readiness.join(',')})`);
   t.ok(reported, 'readiness reports the database');
   t.match(reported?.body, { status: 'ready', checks: { database: /^unreachable/, shutdown: 'ok' } });
-  t.match(unavailable?.body, { statusCode: 503, checks: { database: /^unreachable/ } }, 'the dependencies probe fails, naming the database');
+  t.match(depsDown?.body, { statusCode: 503, checks: { database: /^unreachable/ } }, 'the dependencies probe fails, naming the database');
   t.equal((await request(`${a.url}/api/health/live`)).status, 200, 'but alive');
   t.ok(since('down').some((o) => o.status === 503), 'writes answered 503 while the database was down');
 

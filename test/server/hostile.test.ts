@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { SignJWT } from 'jose';
 import t from 'tap';
-import { identityTokens } from '../../server/auth/tokens.js';
+import { identityTokens, newTokenSecret } from '../../server/auth/tokens.js';
 import { parseConfig } from '../../server/config.js';
 import { ESO_LIST_QUERY, JSON_TYPE, request } from '../helpers/http.js';
 import { BACKENDS, login, seedHomelab, startTestService, testEnv } from '../helpers/service.js';
@@ -18,7 +18,7 @@ for (const backend of BACKENDS) {
       tokens: (await sql`select count(*)::int as n from identity_access_tokens`)[0]!.n,
       secrets: (await sql`select count(*)::int as n from secrets`)[0]!.n,
       audit: (await sql`select count(*)::int as n from audit_log`)[0]!.n,
-      failures: (await sql`select failed_logins from identity_universal_auth where identity_id = ${seeded.identityId}`)[0]!.failedLogins,
+      failures: (await sql`select coalesce(sum(failed_logins), 0)::int as failed_logins from identity_login_failures where identity_id = ${seeded.identityId}`)[0]!.failedLogins,
     });
     const before = await snapshot();
     const loginUrl = `${svc.url}/api/v1/auth/universal-auth/login`;
@@ -105,8 +105,8 @@ for (const backend of BACKENDS) {
         return `${h}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${s}`;
       })();
       const realKey = identityTokens(parseConfig(svc.env).authSecret);
-      const expired = await realKey.sign({ identityId: seeded.identityId, clientSecretId: randomUUID(), tokenId: randomUUID(), exp: Math.floor(Date.now() / 1000) - 60 });
-      const unknownId = await realKey.sign({ identityId: seeded.identityId, clientSecretId: randomUUID(), tokenId: randomUUID(), exp: Math.floor(Date.now() / 1000) + 600 });
+      const expired = await realKey.sign({ identityId: seeded.identityId, clientSecretId: randomUUID(), tokenId: randomUUID(), secret: newTokenSecret().secret, exp: Math.floor(Date.now() / 1000) - 60 });
+      const unknownId = await realKey.sign({ identityId: seeded.identityId, clientSecretId: randomUUID(), tokenId: randomUUID(), secret: newTokenSecret().secret, exp: Math.floor(Date.now() / 1000) + 600 });
       for (const [name, bad] of Object.entries({ none, otherKey, tampered, expired, unknownId })) {
         const r = await request(`${svc.url}/api/v3/secrets/raw?${ESO_LIST_QUERY}`, { token: bad });
         t.equal(r.status, 401, name);

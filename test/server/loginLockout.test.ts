@@ -65,8 +65,42 @@ for (const backend of BACKENDS) {
   });
 }
 
+t.test("a stranger's guesses lock out only the stranger's source; a source over its budget is refused before argon2", async (t) => {
+  const svc = await startTestService(t, await testEnv(t, 'postgres+redis', { LOGIN_MAX_ATTEMPTS: '3', LOGIN_SOURCE_MAX_ATTEMPTS: '6', TRUSTED_PROXIES: '127.0.0.1/32, ::1' }));
+  await signupAdmin(svc.url);
+  const from = (address: string, json: unknown) => request(`${svc.url}/api/v3/auth/login`, { method: 'POST', json, headers: { 'x-forwarded-for': address } });
+  // The service's own crypto object, observed: how many argon2 verifications ran.
+  const crypto = svc.services.crypto;
+  const verify = crypto.verifyPassword.bind(crypto);
+  let verified = 0;
+  crypto.verifyPassword = (hash, password) => (verified++, verify(hash, password));
+  t.teardown(() => void (crypto.verifyPassword = verify));
+
+  const STRANGER = '203.0.113.66';
+  const guesses = await Promise.all(Array.from({ length: 30 }, (_, i) => from(STRANGER, { email: ADMIN.email, password: `wrong guess ${i}!` })));
+  t.same(guesses.map((r) => r.status).sort(), [...Array(3).fill(401), ...Array(27).fill(429)], 'a parallel burst from one source: 3 checked');
+  t.equal(verified, 3, 'three verifications');
+  t.equal((await from(STRANGER, ADMIN_LOGIN)).status, 429, "the stranger's source is locked, even with the right password");
+  t.equal((await from('198.51.100.4', ADMIN_LOGIN)).status, 200, 'the superadmin logs in from another address');
+
+  // A spray of addresses from one source: its budget (6) of verifications, then 429 with no argon2 work.
+  verified = 0;
+  const spray = await Promise.all(Array.from({ length: 20 }, (_, i) => from('192.0.2.50', { email: `sprayed${i}@example.test`, password: 'a guessed password' })));
+  t.same(spray.map((r) => r.status).sort(), [...Array(6).fill(401), ...Array(14).fill(429)], '6 verified, 14 refused');
+  t.equal(verified, 6, 'the refused ones cost no argon2 verification');
+  for (const r of spray.filter((x) => x.status === 429)) {
+    t.match(r.body.message, /^Too many failed login attempts; try again in \d+ seconds$/);
+    t.ok(Number(r.headers.get('retry-after')) > 0, 'Retry-After');
+  }
+  verified = 0;
+  t.equal((await from('192.0.2.50', ADMIN_LOGIN)).status, 429, 'the spent source gets nothing verified');
+  t.equal(verified, 0);
+  t.equal((await from('192.0.2.51', ADMIN_LOGIN)).status, 200, 'another source is not affected');
+});
+
 t.test('argon2 does not block the event loop: a status request answers while logins are verified', async (t) => {
-  const svc = await startTestService(t, await testEnv(t, 'postgres+redis'));
+  // 32 parallel logins from one source: above the default per-source budget (20).
+  const svc = await startTestService(t, await testEnv(t, 'postgres+redis', { LOGIN_SOURCE_MAX_ATTEMPTS: '100' }));
   // The test's HTTP helpers check each answer against the contract in this same process,
   // compiling a validator on its first use: done here, before anything is timed (the
   // compiling, on the event loop, outlasted every verification of the burst below).

@@ -31,17 +31,36 @@ for (const backend of BACKENDS) {
     }
     const right = await request(`${svc.url}${LOGIN}`, { method: 'POST', json: { clientId: seeded.clientId, clientSecret: seeded.clientSecret } });
     t.equal(right.status, 429, 'the right secret is refused while locked');
-    const [row] = await svc.services.store.sql<{ failedLogins: number }[]>`select failed_logins from identity_universal_auth where identity_id = ${seeded.identityId}`;
+    const [row] = await svc.services.store.sql<{ failedLogins: number }[]>`select coalesce(sum(failed_logins), 0)::int as failed_logins from identity_login_failures where identity_id = ${seeded.identityId}`;
     t.equal(row!.failedLogins, 3, 'three failures counted');
 
     // The lock ends with the window (aged here); a success then clears the count.
-    await svc.services.store.sql`update identity_universal_auth set last_failed_login_at = now() - interval '301 seconds'`;
+    await svc.services.store.sql`update identity_login_failures set last_failed_login_at = now() - interval '301 seconds'`;
     const after = await request(`${svc.url}${LOGIN}`, { method: 'POST', json: { clientId: seeded.clientId, clientSecret: seeded.clientSecret } });
     t.equal(after.status, 200, 'the right secret once the window has passed');
-    const [cleared] = await svc.services.store.sql<{ failedLogins: number }[]>`select failed_logins from identity_universal_auth where identity_id = ${seeded.identityId}`;
+    const [cleared] = await svc.services.store.sql<{ failedLogins: number }[]>`select coalesce(sum(failed_logins), 0)::int as failed_logins from identity_login_failures where identity_id = ${seeded.identityId}`;
     t.equal(cleared!.failedLogins, 0, 'a success clears the count');
   });
 }
+
+t.test("a stranger's guesses lock out only the stranger's source: ESO's logins from elsewhere go on", async (t) => {
+  const svc = await startTestService(t, await testEnv(t, 'postgres+redis', { LOGIN_MAX_ATTEMPTS: '3', TRUSTED_PROXIES: '127.0.0.1/32, ::1' }));
+  const seeded = await seedHomelab(svc.services);
+  const from = (address: string, clientSecret: string) =>
+    request(`${svc.url}${LOGIN}`, { method: 'POST', json: { clientId: seeded.clientId, clientSecret }, headers: { 'x-forwarded-for': address } });
+  const STRANGER = '203.0.113.66';
+  const ESO = '10.0.0.5';
+  const guesses = await Promise.all(Array.from({ length: 30 }, (_, i) => from(STRANGER, wrong(i))));
+  t.same(guesses.map((r) => r.status).sort(), [...Array(3).fill(401), ...Array(27).fill(429)], "a parallel burst from one source: 3 compared, 27 refused");
+  t.equal((await from(STRANGER, seeded.clientSecret)).status, 429, "the stranger's source is locked, even with the right secret");
+  for (let i = 0; i < 5; i++) t.equal((await from(ESO, seeded.clientSecret)).status, 200, `ESO's login ${i + 1} from its own address`);
+  const rows = await svc.services.store.sql<{ source: string; failedLogins: number }[]>`select source, failed_logins from identity_login_failures
+    where identity_id = ${seeded.identityId} order by source`;
+  t.same(rows.map((r) => [r.source, r.failedLogins]), [[ESO, 0], [STRANGER, 3]], 'counted per source');
+  // One wrong guess from ESO's own address counts there, not against the stranger's count.
+  t.equal((await from(ESO, wrong(99))).status, 401);
+  t.equal((await from(ESO, seeded.clientSecret)).status, 200, 'a success clears its own source');
+});
 
 t.test('right logins in parallel all succeed: claims queue, they do not lock each other out', async (t) => {
   const svc = await startTestService(t, await testEnv(t, 'postgres+redis', { LOGIN_MAX_ATTEMPTS: '3' }));
@@ -150,7 +169,7 @@ t.test('logins committed in one group: decided in order, as one after another wo
   const guess = (i: number) => () => outcome(auth.login({ clientId: seeded.clientId, clientSecret: wrong(i), ip: '127.0.0.1' }));
   const right = () => outcome(auth.login({ clientId: seeded.clientId, clientSecret: seeded.clientSecret, ip: '127.0.0.1' }));
   const failedLogins = async () =>
-    (await svc.services.store.sql<{ failedLogins: number }[]>`select failed_logins from identity_universal_auth where identity_id = ${seeded.identityId}`)[0]!.failedLogins;
+    (await svc.services.store.sql<{ failedLogins: number }[]>`select coalesce(sum(failed_logins), 0)::int as failed_logins from identity_login_failures where identity_id = ${seeded.identityId}`)[0]!.failedLogins;
   const tokens = async () => (await svc.services.store.sql`select id from identity_access_tokens where identity_id = ${seeded.identityId}`).length;
 
   t.same(await inOneGroup(Array(12).fill(right)), Array(12).fill('ok'), '12 right logins (limit 3): none locks another out');

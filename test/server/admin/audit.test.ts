@@ -35,7 +35,7 @@ for (const backend of BACKENDS) {
       t.ok(token, 'the entry names the token issued with it');
 
       const attempt = (body: unknown) => request(`${svc.url}/api/v1/auth/universal-auth/login`, { method: 'POST', json: body });
-      const failures = async () => (await sql`select failed_logins from identity_universal_auth where identity_id = ${seeded.identityId}`)[0]!.failedLogins;
+      const failures = async () => (await sql`select coalesce(sum(failed_logins), 0)::int as failed_logins from identity_login_failures where identity_id = ${seeded.identityId}`)[0]!.failedLogins;
       const f0 = await failures();
       const n0 = await count();
       isError(t, await attempt({ clientId: seeded.clientId, clientSecret: 'f'.repeat(64) }), 401, 'UnauthorizedError');

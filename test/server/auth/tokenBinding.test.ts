@@ -3,7 +3,7 @@
 // cannot mint access: a token re-signed with another subject, another kind or a row that
 // does not exist is refused, and a revoke cannot reach another identity's token.
 import t from 'tap';
-import { identityTokens, userSessionTokens } from '../../../server/auth/tokens.js';
+import { identityTokens, newTokenSecret, userSessionTokens } from '../../../server/auth/tokens.js';
 import { signupAdmin } from '../../helpers/admin.js';
 import { request } from '../../helpers/http.js';
 import { login, seedHomelab, startTestService, testEnv } from '../../helpers/service.js';
@@ -28,7 +28,8 @@ t.test('tokens re-signed with AUTH_SECRET are refused unless they match their ro
   t.equal((await get(homelab, admin.token)).status, 200, 'the superadmin may');
 
   await t.test('a session re-signed with another subject', async (t) => {
-    const forged = await sessions.sign({ userId: admin.userId, sessionId: await sessionIdOf(plain.token), exp });
+    // The plain user's own session (secret part included), re-signed for the superadmin.
+    const forged = await sessions.sign({ ...(await sessions.verify(plain.token)), userId: admin.userId, exp });
     const r = await get(homelab, forged);
     t.equal(r.status, 401, "the plain user's live session does not become the superadmin's");
     t.equal(r.body.error, 'TokenError');
@@ -38,23 +39,24 @@ t.test('tokens re-signed with AUTH_SECRET are refused unless they match their ro
   await t.test('a token of another kind naming a live row of the other kind', async (t) => {
     const eso = await login(svc.url, seeded);
     const esoClaims = await identities.verify(eso);
-    const asSession = await sessions.sign({ userId: admin.userId, sessionId: esoClaims.tokenId, exp });
+    const asSession = await sessions.sign({ userId: admin.userId, sessionId: esoClaims.tokenId, secret: esoClaims.secret, exp });
     t.equal((await get(homelab, asSession)).status, 401, 'an access token id is not a session');
     const asAccessToken = await identities.sign({
       identityId: seeded.identityId,
       clientSecretId: esoClaims.clientSecretId,
       tokenId: await sessionIdOf(admin.token),
+      secret: (await sessions.verify(admin.token)).secret,
       exp,
     });
     t.equal((await get(`/api/v3/secrets/raw?workspaceSlug=homelab&environment=prod`, asAccessToken)).status, 401, 'a session id is not an access token');
   });
 
   await t.test('a row that does not exist, or no longer does', async (t) => {
-    const made = await sessions.sign({ userId: admin.userId, sessionId: '00000000-0000-4000-8000-000000000000', exp });
+    const made = await sessions.sign({ userId: admin.userId, sessionId: '00000000-0000-4000-8000-000000000000', secret: newTokenSecret().secret, exp });
     t.equal((await get(homelab, made)).status, 401, 'a session id that was never issued');
     const other = await plainUser(svc, 'leaving@example.test');
     t.equal((await request(`${svc.url}/api/v1/auth/logout`, { method: 'POST', token: other.token })).status, 200);
-    const revived = await sessions.sign({ userId: other.userId, sessionId: await sessionIdOf(other.token), exp: exp + 60 });
+    const revived = await sessions.sign({ ...(await sessions.verify(other.token)), exp: exp + 60 });
     t.equal((await get('/api/v1/users/me', revived)).status, 401, 'an ended session stays ended, whatever its new expiry');
   });
 

@@ -38,7 +38,7 @@ for (const backend of BACKENDS) {
     t.equal(rows.length, 60, 'every entry names a token row that committed with it');
     const groups = new Set(logins.map((l) => l.at.getTime())).size;
     t.ok(groups < 60, `logins arriving together shared transactions (${groups} groups for 60 logins)`);
-    const [ua] = await sql<{ failedLogins: number }[]>`select failed_logins from identity_universal_auth where identity_id = ${seeded.identityId}`;
+    const [ua] = await sql<{ failedLogins: number }[]>`select coalesce(sum(failed_logins), 0)::int as failed_logins from identity_login_failures where identity_id = ${seeded.identityId}`;
     t.ok(ua!.failedLogins <= 5, 'failures were counted and cleared as in single commits');
 
     const revoked = await Promise.all(tokens.map((accessToken) => request(`${svc.url}${REVOKE}`, { method: 'POST', json: { accessToken } })));
@@ -59,6 +59,7 @@ for (const backend of BACKENDS) {
     const held = new Promise<void>((resolve) => (release = resolve));
     const token = (id: string) => ({
       id,
+      secretHash: Buffer.alloc(32),
       identityId: seeded.identityId,
       clientSecretId: null,
       authMethod: 'jwt-auth' as const,

@@ -311,7 +311,7 @@ t.test('a Universal Auth token is not a JWT Auth token: binding by method', asyn
   t.equal(claims.authMethod, 'jwt-auth');
   const exp = Math.floor(Date.now() / 1000) + 600;
   // The same row re-signed as a Universal Auth token (no method claim): refused.
-  t.equal((await read(await tokens.sign({ identityId: claims.identityId, clientSecretId: '', tokenId: claims.tokenId, exp }))).status, 401);
+  t.equal((await read(await tokens.sign({ identityId: claims.identityId, clientSecretId: '', tokenId: claims.tokenId, secret: claims.secret, exp }))).status, 401);
   t.equal((await read(await tokens.sign({ ...claims, authMethod: 'oidc-auth', exp }))).status, 401, 'nor as an OIDC token');
   t.equal((await read(jwtToken)).status, 200, 'the token as issued reads');
   await (svc as TestService).services.identities.delete(SYSTEM, seeded.identityId);

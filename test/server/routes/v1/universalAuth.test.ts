@@ -30,7 +30,7 @@ async function setUp(t: any, extra: Record<string, string> = {}) {
 }
 
 const failures = async (svc: TestService, identityId: string) =>
-  (await svc.services.store.sql<{ failedLogins: number }[]>`select failed_logins from identity_universal_auth where identity_id = ${identityId}`)[0]!.failedLogins;
+  (await svc.services.store.sql<{ failedLogins: number }[]>`select coalesce(sum(failed_logins), 0)::int as failed_logins from identity_login_failures where identity_id = ${identityId}`)[0]!.failedLogins;
 
 function refused(t: any, r: JsonResponse, status: number, message: string | RegExp) {
   t.equal(r.status, status, JSON.stringify(r.body));
@@ -123,6 +123,26 @@ for (const logLevel of ['info', 'warn']) {
     t.ok(seeded);
   });
 }
+
+t.test('renew and revoke apply the access-token trusted IPs as a use does', async (t) => {
+  const { svc, patch, login, read } = await setUp(t, { TRUSTED_PROXIES: '127.0.0.1/32, ::1' });
+  t.equal((await patch({ accessTokenTrustedIps: [{ ipAddress: '10.0.0.0/8' }] })).status, 200);
+  const inside = { 'x-forwarded-for': '10.1.2.3' };
+  const outside = { 'x-forwarded-for': '203.0.113.9' };
+  const token = (await login(outside)).body.accessToken as string;
+  const renew = (headers: Record<string, string>) => request(`${svc.url}/api/v1/auth/token/renew`, { method: 'POST', json: { accessToken: token }, headers });
+  const revoke = (headers: Record<string, string>) => request(`${svc.url}/api/v1/auth/token/revoke`, { method: 'POST', json: { accessToken: token }, headers });
+  t.equal((await read(token, inside)).status, 200, 'used from a trusted address');
+  refused(t, await read(token, outside), 403, IP_REFUSED);
+  refused(t, await renew(outside), 403, IP_REFUSED);
+  refused(t, await revoke(outside), 403, IP_REFUSED);
+  t.equal((await read(token, inside)).status, 200, 'the refused revoke revoked nothing');
+  t.equal((await renew(inside)).status, 200, 'renewed from a trusted address');
+  t.equal((await revoke(inside)).status, 200, 'revoked from a trusted address');
+  t.equal((await read(token, inside)).status, 401, 'revoked');
+  t.equal((await revoke(inside)).status, 200, 'a retried revoke is answered as the first');
+  refused(t, await renew(inside), 401, /revoked or expired/);
+});
 
 t.test('accessTokenNumUsesLimit: each token serves exactly that many requests, even in parallel', async (t) => {
   const { svc, patch, login, read } = await setUp(t);
