@@ -167,6 +167,17 @@ export function requireSecrets(access: ProjectAccess, action: SecretAction, envi
   if (!maySecrets(access, action, environment, secretPath)) throw new AppError('FORBIDDEN', FORBIDDEN_MESSAGE);
 }
 
+/**
+ * 403 unless the caller may `action` AND describe the secrets of `environment` at
+ * `secretPath`: every write's answer tells whether a name exists there (200, 404 "not
+ * found", 400 "already exists"), so a caller who may not see the names there is refused
+ * before anything is looked up, and existing and missing names answer alike.
+ */
+export function requireSecretsWrite(access: ProjectAccess, action: SecretAction, environment: string, secretPath: string): void {
+  requireSecrets(access, 'describe', environment, secretPath);
+  requireSecrets(access, action, environment, secretPath);
+}
+
 /** Is everything of this environment allowed for `actions` (the hot path skips per-folder checks)? */
 export function unrestrictedFor(access: ProjectAccess, ...actions: SecretAction[]): boolean {
   return actions.every((a) => (access.rules.anywhere & BIT[a]) !== 0);
