@@ -47,6 +47,19 @@ export function secretVersionsDomain(deps: SecretVersionsDeps) {
   }
   const notFound = (secretId: string) => new AppError('NOT_FOUND', `Secret with ID '${secretId}' not found`);
   /**
+   * A grant in the project of a secret named by id: a caller who is not a member (told "not
+   * found" for the project) gets the unknown id's answer, which names neither the project
+   * nor anything else the id would reveal.
+   */
+  async function inSecretsProject<T>(secretId: string, p: T | Promise<T>): Promise<T> {
+    try {
+      return await p;
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'NOT_FOUND') throw notFound(secretId);
+      throw err;
+    }
+  }
+  /**
    * A secret outside what the caller may describe is "not found", as an unknown id (its id
    * must not tell it exists); one it may see but not `action` is a 403.
    */
@@ -64,7 +77,7 @@ export function secretVersionsDomain(deps: SecretVersionsDeps) {
     /** The version history of a secret named by id, newest first, opened in one task. */
     async list(actor: Actor | SystemActor, secretId: string, page: { offset?: number; limit?: number } = {}): Promise<SecretVersionView[]> {
       const loc = await locate(secretId);
-      const { project, access: scope } = await access.authorize(actor, { id: loc.projectId }, 'secrets:read');
+      const { project, access: scope } = await inSecretsProject(secretId, access.authorize(actor, { id: loc.projectId }, 'secrets:read'));
       const env = environmentOf(project, loc.environmentId, secretId);
       requireOn(scope, 'readValue', env, loc.folderPath, secretId);
       const rows = await store.secrets.versions(loc.id, { offset: page.offset ?? 0, limit: page.limit ?? 20 });
@@ -101,9 +114,9 @@ export function secretVersionsDomain(deps: SecretVersionsDeps) {
     ): Promise<SecretView> {
       const loc = await locate(secretId);
       // A secret the caller may not even describe is "not found" before its lack of write rights shows.
-      const seen = await access.authorize(actor, { id: loc.projectId }, 'secrets:read');
+      const seen = await inSecretsProject(secretId, access.authorize(actor, { id: loc.projectId }, 'secrets:read'));
       requireOn(seen.access, 'describe', environmentOf(seen.project, loc.environmentId, secretId), loc.folderPath, secretId);
-      const grant = await changes.inProject(actor, { id: loc.projectId }, 'secrets:write', opts.origin);
+      const grant = await inSecretsProject(secretId, changes.inProject(actor, { id: loc.projectId }, 'secrets:write', opts.origin));
       const { project } = grant;
       const env = environmentOf(project, loc.environmentId, secretId);
       requireOn(grant.access, 'edit', env, loc.folderPath, secretId);
