@@ -167,6 +167,17 @@ export function requireSecrets(access: ProjectAccess, action: SecretAction, envi
   if (!maySecrets(access, action, environment, secretPath)) throw new AppError('FORBIDDEN', FORBIDDEN_MESSAGE);
 }
 
+/**
+ * 403 unless the caller may `action` AND describe the secrets of `environment` at
+ * `secretPath`: every write's answer tells whether a name exists there (200, 404 "not
+ * found", 400 "already exists"), so a caller who may not see the names there is refused
+ * before anything is looked up, and existing and missing names answer alike.
+ */
+export function requireSecretsWrite(access: ProjectAccess, action: SecretAction, environment: string, secretPath: string): void {
+  requireSecrets(access, 'describe', environment, secretPath);
+  requireSecrets(access, action, environment, secretPath);
+}
+
 /** Is everything of this environment allowed for `actions` (the hot path skips per-folder checks)? */
 export function unrestrictedFor(access: ProjectAccess, ...actions: SecretAction[]): boolean {
   return actions.every((a) => (access.rules.anywhere & BIT[a]) !== 0);
@@ -222,6 +233,14 @@ export function accessControl(deps: { store: Pick<Store, 'projects' | 'membershi
   const projectKey = (ref: ProjectRef) => ('slug' in ref ? `slug:${ref.slug}` : `id:${ref.id}`);
   const roleKey = (projectId: string, actor: Actor) => `${projectId}:${actor.kind}:${actor.kind === 'identity' ? actor.identityId : actor.userId}`;
 
+  /**
+   * The answer to a project that does not exist, and to one the caller is not a member of:
+   * the same status and message (it names only what the caller sent), so a project of
+   * another team cannot be told from a missing one.
+   */
+  const projectNotFound = (ref: ProjectRef) =>
+    new AppError('NOT_FOUND', 'slug' in ref ? `Project with slug '${ref.slug}' not found` : `Project with ID '${ref.id}' not found`);
+
   async function project(ref: ProjectRef): Promise<ProjectRecord> {
     const found =
       'slug' in ref
@@ -229,12 +248,7 @@ export function accessControl(deps: { store: Pick<Store, 'projects' | 'membershi
         : await caches.projects.get(projectKey(ref), async () =>
             isUuid(ref.id) ? ((await store.projects.byId(ref.id.toLowerCase())) ?? null) : null,
           );
-    if (!found) {
-      throw new AppError(
-        'NOT_FOUND',
-        'slug' in ref ? `Project with slug '${ref.slug}' not found` : `Project with ID '${ref.id}' not found`,
-      );
-    }
+    if (!found) throw projectNotFound(ref);
     return found;
   }
 
@@ -266,7 +280,8 @@ export function accessControl(deps: { store: Pick<Store, 'projects' | 'membershi
     const p = await project(ref);
     if (administersAll(actor)) return { project: p, role: 'admin', access: UNRESTRICTED };
     const m = await roleOf(p.id, actor);
-    if (!m) throw new AppError('FORBIDDEN', FORBIDDEN_MESSAGE);
+    // Not a member: as if there were no such project (a member without rights gets the 403).
+    if (!m) throw projectNotFound(ref);
     return decide(p, m, permission);
   }
 

@@ -4,7 +4,7 @@ import type { FolderRow } from '../../storage/folders.js';
 import type { Store, TxStores } from '../../storage/index.js';
 import type { EnvironmentRow } from '../../storage/projects.js';
 import { AppError } from '../errors.js';
-import { isUuid, maySecrets, requireSecrets, unrestrictedFor, type AccessControl, type Actor, type ProjectAccess, type ProjectRef, type SecretAction, type SystemActor } from './access.js';
+import { isUuid, maySecrets, requireSecrets, requireSecretsWrite, unrestrictedFor, type AccessControl, type Actor, type ProjectAccess, type ProjectRef, type SecretAction, type SystemActor } from './access.js';
 import { topics } from './caches.js';
 import { removeWithSecrets, takenMeanwhile, type ForceOptions } from './cascade.js';
 import { normaliseSecretPath } from './paths.js';
@@ -51,15 +51,16 @@ const childPath = (parentPath: string, name: string) => (parentPath === '/' ? `/
 /**
  * The direct sub-folder of `parentPath` named by id or name, with its whole subtree
  * locked (FOR UPDATE) for the rest of the transaction: nothing is added below it, and no
- * secret written into it, until the caller's change commits.
+ * secret written into it, until the caller's change commits. A folder the caller may not
+ * describe is "not found", exactly as a missing one (its name or id must not tell it exists).
  */
-async function childOf(s: TxStores, env: EnvironmentRow, parentPath: string, idOrName: string) {
+async function childOf(s: TxStores, env: EnvironmentRow, scope: ProjectAccess, parentPath: string, idOrName: string) {
   const notFound = () => new AppError('NOT_FOUND', `Folder '${idOrName}' in '${parentPath}' of environment '${env.slug}' not found`);
   const parent = await s.folders.byPath(env.id, parentPath);
   if (!parent) throw folderNotFound(parentPath, env);
   const children = await s.folders.children(parent.id);
   const folder = isUuid(idOrName) ? children.find((f) => f.id === idOrName.toLowerCase()) : children.find((f) => f.name === idOrName);
-  if (!folder) throw notFound();
+  if (!folder || !maySecrets(scope, 'describe', env.slug, folder.path)) throw notFound();
   let subtree = await s.folders.lockSubtree(env.id, folder.path);
   // Renamed or deleted between the look-up and the lock.
   if (!subtree.includes(folder.id)) throw notFound();
@@ -156,7 +157,7 @@ export function foldersDomain(deps: FoldersDeps) {
       const name = validateFolderName(input.name);
       const path = childPath(parentPath, name);
       normaliseSecretPath(path); // the depth limit
-      requireSecrets(grant.access, 'create', env.slug, path);
+      requireSecretsWrite(grant.access, 'create', env.slug, path);
       const folder = await grant
         .run(async ({ s, audit, invalidate }) => {
           // Held: a rename or delete of the parent waits for this create, or it for them.
@@ -182,14 +183,16 @@ export function foldersDomain(deps: FoldersDeps) {
       const parentPath = normaliseSecretPath(input.path);
       const name = validateFolderName(input.name);
       const newPath = childPath(parentPath, name);
-      requireSecrets(grant.access, 'edit', env.slug, parentPath);
+      // Where it is named and where it goes, before anything is looked up.
+      requireSecretsWrite(grant.access, 'edit', env.slug, parentPath);
+      requireSecretsWrite(grant.access, 'edit', env.slug, newPath);
       const folder = await grant
         .run(async ({ s, audit, invalidate }) => {
           const root = await s.folders.byPath(env.id, '/');
           if (root && isUuid(input.folder) && input.folder.toLowerCase() === root.id) {
             throw new AppError('BAD_REQUEST', 'The root folder cannot be renamed');
           }
-          const { folder: target } = await childOf(s, env, parentPath, input.folder);
+          const { folder: target } = await childOf(s, env, grant.access, parentPath, input.folder);
           // Every folder that moves is edited where it was and where it goes.
           const moving = (await s.folders.subtree(env.id, target.path)).map((f) => f.path);
           requireAll(grant.access, 'edit', env, [...moving, ...moving.map((p) => newPath + p.slice(target.path.length))]);
@@ -222,9 +225,9 @@ export function foldersDomain(deps: FoldersDeps) {
     async remove(actor: Actor | SystemActor, input: Where & { path?: string; folder: string } & ForceOptions): Promise<FolderRow> {
       const { grant, project, env } = await writeTo(actor, input);
       const parentPath = normaliseSecretPath(input.path);
-      requireSecrets(grant.access, 'delete', env.slug, parentPath);
+      requireSecretsWrite(grant.access, 'delete', env.slug, parentPath);
       return grant.run(async ({ s, audit, invalidate }) => {
-        const { folder: target, subtree } = await childOf(s, env, parentPath, input.folder);
+        const { folder: target, subtree } = await childOf(s, env, grant.access, parentPath, input.folder);
         // Everything below goes too.
         requireAll(grant.access, 'delete', env, (await s.folders.subtree(env.id, target.path)).map((f) => f.path));
         await removeWithSecrets(audit, {

@@ -6,7 +6,7 @@ import type { Store, TxStores } from '../../storage/index.js';
 import type { EnvironmentRow, ProjectRecord } from '../../storage/projects.js';
 import type { ImportEdge, SecretImportRow } from '../../storage/secretImports.js';
 import { AppError } from '../errors.js';
-import { isUuid, mayReadSecrets, requireSecrets, type AccessControl, type Actor, type ProjectRef, type SystemActor } from './access.js';
+import { isUuid, mayReadSecrets, requireSecretsWrite, type AccessControl, type Actor, type ProjectRef, type SystemActor } from './access.js';
 import { topics, type Caches } from './caches.js';
 import { normaliseSecretPath } from './paths.js';
 import type { Origin, ProjectGrant, WritePipeline } from './pipeline.js';
@@ -101,7 +101,7 @@ export function secretImportsDomain(deps: SecretImportsDeps) {
     const env = access.environment(grant.project, w.environment);
     const path = normaliseSecretPath(w.path);
     // An import changes what the folder answers: as editing its secrets.
-    requireSecrets(grant.access, 'edit', env.slug, path);
+    requireSecretsWrite(grant.access, 'edit', env.slug, path);
     return { grant, project: grant.project, env, path };
   }
 

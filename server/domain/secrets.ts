@@ -10,7 +10,7 @@ import type { SecretImportRow } from '../../storage/secretImports.js';
 import type { TagRow } from '../../storage/secretTags.js';
 import { LIST_PART_ROWS, type CipherRowPart, type SecretCipherRow } from '../../storage/secrets.js';
 import { AppError } from '../errors.js';
-import { auditActor, maySecrets, mayReadSecrets, requireSecrets, unrestrictedFor, type AccessControl, type Actor, type ProjectAccess, type ProjectRef, type SecretAction, type SystemActor } from './access.js';
+import { auditActor, maySecrets, mayReadSecrets, requireSecrets, requireSecretsWrite, unrestrictedFor, type AccessControl, type Actor, type ProjectAccess, type ProjectRef, type SecretAction, type SystemActor } from './access.js';
 import { topics, type FolderSnapshot } from './caches.js';
 import { normaliseSecretPath } from './paths.js';
 import type { AuditEntry, Change, Origin, WritePipeline } from './pipeline.js';
@@ -174,6 +174,30 @@ export function secretView(project: ProjectRecord, env: EnvironmentRow, r: Secre
   };
 }
 
+/**
+ * THE rule of every answer that names secrets, reads and writes alike: it carries their
+ * values only when the caller may read values at that environment and path; otherwise
+ * each value is the hidden placeholder (`secretValueHidden: true`), and nothing is
+ * decrypted for it.
+ */
+export const answersValues = (scope: ProjectAccess, env: Pick<EnvironmentRow, 'slug'>, path: string): boolean => mayReadSecrets(scope, env.slug, path);
+
+/**
+ * A secret as a write answers it: `value` only under answersValues (a write's caller may
+ * hold `create`, `edit` or `delete` without `readValue`). `value` null: not opened.
+ */
+export function writtenView(
+  scope: ProjectAccess,
+  project: ProjectRecord,
+  env: EnvironmentRow,
+  r: SecretCipherRow,
+  path: string,
+  value: string | null,
+  comment: string,
+): SecretView {
+  return secretView(project, env, r, path, answersValues(scope, env, path) ? value : null, comment);
+}
+
 /** The blobs of current secret rows (value unless `withValues` is false, and comment). */
 export const rowItems = (project: ProjectRecord, env: EnvironmentRow, rows: readonly SecretCipherRow[], withValues = true) =>
   sealedItems(project.id, env.id, rows, (r) => r.id, (r) => currentRow(r.id), withValues);
@@ -262,6 +286,9 @@ async function currentTags(s: Pick<TxStores, 'secretTags'>, project: ProjectReco
   if (ids.length === 0) return [];
   return (await s.secretTags.ofProject(project.id)).filter((t) => ids.includes(t.id));
 }
+
+/** Do two sets of tags hold the same tags? */
+const sameIds = (a: readonly TagRow[], b: readonly TagRow[]) => a.length === b.length && a.every((t) => b.some((u) => u.id === t.id));
 
 function withTagRows(v: SecretView, tags: readonly TagRow[]): SecretView {
   if (tags.length > 0) v.tags = tags.map(tagRef).sort((a, b) => a.slug.localeCompare(b.slug));
@@ -466,7 +493,7 @@ export function secretsDomain(deps: SecretsDeps) {
     pathOf: Map<string, string>,
     q: ReadQuery,
   ): Promise<SecretView[]> {
-    const may = new Map(snap.folders.map((f) => [f.id, { describe: maySecrets(scope, 'describe', env.slug, f.path), value: q.viewSecretValue !== false && maySecrets(scope, 'readValue', env.slug, f.path) }]));
+    const may = new Map(snap.folders.map((f) => [f.id, { describe: maySecrets(scope, 'describe', env.slug, f.path), value: q.viewSecretValue !== false && answersValues(scope, env, f.path) }]));
     const rows = snap.rows.filter((r) => may.get(r.folderId)!.describe);
     const withValue = rows.filter((r) => may.get(r.folderId)!.value);
     const without = rows.filter((r) => !may.get(r.folderId)!.value);
@@ -552,13 +579,16 @@ export function secretsDomain(deps: SecretsDeps) {
     });
   }
 
-  /** A write's grant, environment and normalised path: 404 / 403 first, then the path's 422. */
+  /**
+   * A write's grant, environment and normalised path: 404 / 403 first, then the path's
+   * 422; `reveal`: whether its answer may carry values (answersValues).
+   */
   async function writeTo(actor: Actor | SystemActor, w: Where, action: SecretAction) {
     const grant = await changes.inProject(actor, w.project, 'secrets:write', w.origin);
     const env = access.environment(grant.project, w.environment);
     const path = normaliseSecretPath(w.secretPath);
-    requireSecrets(grant.access, action, env.slug, path);
-    return { grant, project: grant.project, env, path };
+    requireSecretsWrite(grant.access, action, env.slug, path);
+    return { grant, project: grant.project, env, path, reveal: answersValues(grant.access, env, path) };
   }
 
   return {
@@ -788,26 +818,45 @@ export function secretsDomain(deps: SecretsDeps) {
         });
         return { inserted, tags };
       });
-      return withTagRows(secretView(project, env, row.inserted, path, input.value, input.comment ?? ''), row.tags);
+      return withTagRows(writtenView(grant.access, project, env, row.inserted, path, input.value, input.comment ?? ''), row.tags);
     },
 
-    /** A new version with a new value, comment and/or name; unchanged parts are re-sealed for it. */
+    /**
+     * A new version with a new value, comment, name, tags and/or multiline flag; unchanged
+     * parts are re-sealed for it. A change that changes nothing writes nothing (no version,
+     * no audit entry) and answers the secret as it is. Whether a value sent equals the
+     * current one is decided only for a caller who may read it: for anyone else, a value
+     * sent is a change (else the version number would tell them whether they guessed it).
+     */
     async update(actor: Actor | SystemActor, input: SecretChange): Promise<SecretView> {
-      const { grant, project, env, path } = await writeTo(actor, input, 'edit');
+      const { grant, project, env, path, reveal } = await writeTo(actor, input, 'edit');
       const key = validateSecretName(input.key);
       const newKey = input.newKey === undefined ? key : validateSecretName(input.newKey);
       validateTexts(input.value, input.comment);
       const result = await grant.run(async ({ s, audit, invalidate }) => {
         const { folder, cur } = await lockSecret(s, env, path, key);
-        const overridden = cur.immutable && (input.value !== undefined || newKey !== key);
+        const tags = input.tagIds ? await tagsForWrite(s, project, input.tagIds) : await currentTags(s, project, cur.id);
+        // The current value is opened only to be sealed again into the new version, or to be
+        // compared (and answered) for a caller who may read it; never for anyone else's answer.
+        const withValue = input.value === undefined || reveal;
+        const opened = await open(project, env, [cur], withValue);
+        const curValue = withValue ? opened.values[0]! : null;
+        const curComment = opened.comments[0]!;
+        const valueChanges = input.value !== undefined && !(reveal && input.value === curValue);
+        const unchanged =
+          !valueChanges &&
+          newKey === key &&
+          (input.comment === undefined || input.comment === curComment) &&
+          (input.skipMultilineEncoding === undefined || input.skipMultilineEncoding === cur.skipMultilineEncoding) &&
+          (input.tagIds === undefined || sameIds(tags, await currentTags(s, project, cur.id)));
+        if (unchanged) return { row: cur, value: curValue, comment: curComment, tags };
+        const overridden = cur.immutable && (valueChanges || newKey !== key);
         if (overridden && !input.allowImmutableChange) {
           throw new AppError('CONFLICT', `Secret '${key}' must never change; an explicit override is required to change it`, REQUIRES_OVERRIDE);
         }
         if (newKey !== key && (await s.secrets.byKey(folder.id, newKey))) throw new AppError('BAD_REQUEST', 'Secret already exists');
-        const tags = input.tagIds ? await tagsForWrite(s, project, input.tagIds) : await currentTags(s, project, cur.id);
-        const { values, comments } = await open(project, env, [cur]);
-        const value = input.value ?? values[0]!;
-        const comment = input.comment ?? comments[0]!;
+        const value = input.value ?? curValue!;
+        const comment = input.comment ?? curComment;
         const version = cur.version + 1;
         const at = { projectId: project.id, environmentId: env.id, folderId: folder.id, secretId: cur.id, key: newKey, version };
         const { valueBlob, commentBlob, dataKeyId } = await sealVersion(crypto, s, project, at, value, comment);
@@ -834,19 +883,19 @@ export function secretsDomain(deps: SecretsDeps) {
         });
         return { row, value, comment, tags };
       });
-      return withTagRows(secretView(project, env, result.row, path, result.value, result.comment), result.tags);
+      return withTagRows(writtenView(grant.access, project, env, result.row, path, result.value, result.comment), result.tags);
     },
 
-    /** Deletes the secret (and its versions); returns it as it was, value included, as Infisical does. */
+    /** Deletes the secret (and its versions); returns it as it was (its value only to a caller who may read it, as Infisical does). */
     async remove(actor: Actor | SystemActor, input: Where & { key: string; allowImmutableChange?: boolean }): Promise<SecretView> {
-      const { grant, project, env, path } = await writeTo(actor, input, 'delete');
+      const { grant, project, env, path, reveal } = await writeTo(actor, input, 'delete');
       const key = validateSecretName(input.key);
       const result = await grant.run(async ({ s, audit, invalidate }) => {
         const { folder, cur } = await lockSecret(s, env, path, key);
         if (cur.immutable && !input.allowImmutableChange) {
           throw new AppError('CONFLICT', `Secret '${key}' must never change; an explicit override is required to delete it`, REQUIRES_OVERRIDE);
         }
-        const { values, comments } = await open(project, env, [cur]);
+        const { values, comments } = await open(project, env, [cur], reveal);
         const tags = await currentTags(s, project, cur.id);
         await s.secrets.remove(cur.id);
         await secretWritten({ s, audit, invalidate }, { project, env, path, folderId: folder.id }, {
@@ -855,9 +904,9 @@ export function secretsDomain(deps: SecretsDeps) {
           secretVersion: cur.version,
           metadata: cur.immutable ? IMMUTABLE_OVERRIDE : undefined,
         });
-        return { row: cur, value: values[0]!, comment: comments[0]!, tags };
+        return { row: cur, value: reveal ? values[0]! : null, comment: comments[0]!, tags };
       });
-      return withTagRows(secretView(project, env, result.row, path, result.value, result.comment), result.tags);
+      return withTagRows(writtenView(grant.access, project, env, result.row, path, result.value, result.comment), result.tags);
     },
 
     /**
@@ -941,7 +990,7 @@ export function secretsDomain(deps: SecretsDeps) {
         invalidate(topics.environment, env.id);
         return { inserted, tagsOf };
       });
-      return rows.inserted.map((r, n) => withTagRows(secretView(project, env, r, path, items[n]!.value, items[n]!.comment ?? ''), rows.tagsOf.get(r.id) ?? []));
+      return rows.inserted.map((r, n) => withTagRows(writtenView(grant.access, project, env, r, path, items[n]!.value, items[n]!.comment ?? ''), rows.tagsOf.get(r.id) ?? []));
     },
   };
 }

@@ -59,11 +59,11 @@ for (const backend of BACKENDS) {
       isError(t, await list('environment=prod&workspaceSlug=homelab&recursive=maybe', token), 422, 'ValidationFailure', /recursive/);
     });
 
-    t.test('not a member: 403; no-access: 403; viewer reads', async (t) => {
+    t.test('not a member: 404 as a missing project; no-access: 403; viewer reads', async (t) => {
       const other = await svc.services.projects.create(SYSTEM, { name: 'other' });
-      isError(t, await list('environment=prod&workspaceSlug=other', token), 403, 'PermissionDenied', 'You are not allowed to access this resource');
-      isError(t, await list(`environment=prod&workspaceId=${other.id}`, token), 403, 'PermissionDenied');
-      isError(t, await request(`${svc.url}/api/v1/projects/slug/other`, { token }), 403, 'PermissionDenied');
+      isError(t, await list('environment=prod&workspaceSlug=other', token), 404, 'NotFound', "Project with slug 'other' not found");
+      isError(t, await list(`environment=prod&workspaceId=${other.id}`, token), 404, 'NotFound', `Project with ID '${other.id}' not found`);
+      isError(t, await request(`${svc.url}/api/v1/projects/slug/other`, { token }), 404, 'NotFound', "Project with slug 'other' not found");
 
       await svc.services.memberships.upsertIdentity(SYSTEM, { project: { slug: 'homelab' }, identityId: seeded.identityId, role: 'no-access' });
       isError(t, await list(ESO_LIST_QUERY, token), 403, 'PermissionDenied', 'You are not allowed to access this resource');

@@ -57,10 +57,10 @@ for (const backend of BACKENDS) {
     t.equal(listed.status, 200);
     t.notMatch(JSON.stringify(listed.body), clientSecret, 'never shown again');
 
-    // before membership: the identity is refused with 403
+    // before membership: the identity is refused, the project answered as a missing one (404)
     const early = await api('/api/v1/auth/universal-auth/login', { method: 'POST', json: { clientId, clientSecret } });
     t.equal(early.status, 200);
-    t.equal((await api(`/api/v3/secrets/raw?${ESO_LIST_QUERY}`, { token: early.body.accessToken })).status, 403);
+    t.equal((await api(`/api/v3/secrets/raw?${ESO_LIST_QUERY}`, { token: early.body.accessToken })).status, 404);
 
     // 5. add homelab-eso to the project as member
     const member = await api(`/api/v1/projects/${project.id}/memberships/identities/${identityId}`, {

@@ -141,11 +141,13 @@ for (const backend of BACKENDS) {
       t.ok(mine.body.auditLogs.length > 0 && mine.body.auditLogs.every((e: any) => e.projectId === P), 'and only its project');
       t.equal((await logs(`projectId=${P.toUpperCase()}`, pAdmin.token)).status, 200);
       isError(t, await logs('', pAdmin.token), 403, 'PermissionDenied', /projectId/);
-      isError(t, await logs(`projectId=${Q}`, pAdmin.token), 403, 'PermissionDenied', 'You are not allowed to access this resource');
-      isError(t, await logs(`projectId=${P}`, qAdmin.token), 403, 'PermissionDenied');
+      // Not a member: as a missing project.
+      isError(t, await logs(`projectId=${Q}`, pAdmin.token), 404, 'NotFound', `Project with ID '${Q}' not found`);
+      isError(t, await logs(`projectId=${P}`, qAdmin.token), 404, 'NotFound', `Project with ID '${P}' not found`);
       t.equal((await logs(`projectId=${Q}`, qAdmin.token)).status, 200);
       for (const [who, token] of [['member', pMember.token], ['viewer', pViewer.token], ['stranger', stranger.token], ['person', person.token]] as const) {
-        isError(t, await logs(`projectId=${P}`, token), 403, 'PermissionDenied', undefined);
+        if (who === 'stranger' || who === 'person') isError(t, await logs(`projectId=${P}`, token), 404, 'NotFound', `Project with ID '${P}' not found`);
+        else isError(t, await logs(`projectId=${P}`, token), 403, 'PermissionDenied', undefined);
         isError(t, await logs('', token), 403, 'PermissionDenied', undefined);
         t.pass(who);
       }

@@ -201,9 +201,10 @@ for (const backend of BACKENDS) {
         ['an identity with the member role', (await machine(svc, 'exp-member', [[P, 'member']])).token, 403, 'PermissionDenied', 'You are not allowed to access this resource'],
         ['an identity with the viewer role', (await machine(svc, 'exp-viewer', [[P, 'viewer']])).token, 403, 'PermissionDenied', 'You are not allowed to access this resource'],
         ['an identity with the no-access role', (await machine(svc, 'exp-none', [[P, 'no-access']])).token, 403, 'PermissionDenied', 'You are not allowed to access this resource'],
-        ['an identity without membership', (await machine(svc, 'exp-stranger')).token, 403, 'PermissionDenied', 'You are not allowed to access this resource'],
-        ['an admin of another project', (await machine(svc, 'exp-other-admin', [[H, 'admin']])).token, 403, 'PermissionDenied', 'You are not allowed to access this resource'],
-        ['a person without membership', pat.token, 403, 'PermissionDenied', 'You are not allowed to access this resource'],
+        // Not a member: as a missing project.
+        ['an identity without membership', (await machine(svc, 'exp-stranger')).token, 404, 'NotFound', `Project with ID '${P}' not found`],
+        ['an admin of another project', (await machine(svc, 'exp-other-admin', [[H, 'admin']])).token, 404, 'NotFound', `Project with ID '${P}' not found`],
+        ['a person without membership', pat.token, 404, 'NotFound', `Project with ID '${P}' not found`],
         ['no token', undefined, 401, 'UnauthorizedError', 'Token missing'],
         ['a bad token', 'a.b.c', 401, 'TokenError', ''],
       ];

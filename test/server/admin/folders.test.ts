@@ -359,16 +359,18 @@ for (const backend of BACKENDS) {
             t.test(`${name}: ${who} may`, async (t) => t.equal((await api(svc, method, path, caller.token, body)).status, 200));
             continue;
           }
+          // Not a member: as a missing project (404); a member without the right: 403.
           t.test(`${name}: ${who}`, async (t) =>
-            isError(t, await api(svc, method, path, caller.token, body), 403, 'PermissionDenied',
-              caller.stranger ? 'You are not allowed to access this resource' : 'You are not allowed to access this resource'));
+            caller.stranger
+              ? isError(t, await api(svc, method, path, caller.token, body), 404, 'NotFound', `Project with ID '${P}' not found`)
+              : isError(t, await api(svc, method, path, caller.token, body), 403, 'PermissionDenied', 'You are not allowed to access this resource'));
         }
         t.test(`${name}: no token`, async (t) => isError(t, await api(svc, method, path, undefined, body), 401, 'UnauthorizedError'));
       }
       for (const [name, method, path, body] of ops(Q)) {
         for (const [who, caller] of [['a member', member], ['an admin', pAdmin]] as const) {
           t.test(`${name}: ${who} of project A in project B`, async (t) =>
-            isError(t, await api(svc, method, path, caller.token, body), 403, 'PermissionDenied', 'You are not allowed to access this resource'));
+            isError(t, await api(svc, method, path, caller.token, body), 404, 'NotFound', `Project with ID '${Q}' not found`));
         }
       }
       for (const id of [MISSING, 'not-a-uuid', "x' or 1=1 --"]) {

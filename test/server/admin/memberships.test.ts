@@ -26,7 +26,7 @@ t.test('project memberships (postgres+redis, two replicas)', async (t) => {
 
   t.test('identity memberships: add, get, list, change, remove', async (t) => {
     const x = await machine(A, 'x');
-    isError(t, await read(A, x.token), 403, 'PermissionDenied', 'You are not allowed to access this resource');
+    isError(t, await read(A, x.token), 404, 'NotFound', "Project with slug 'homelab' not found");
 
     const added = await api(A, 'POST', `${ids(P)}/${x.identityId}`, as, { role: 'viewer' });
     t.equal(added.status, 200, JSON.stringify(added.body));
@@ -56,7 +56,7 @@ t.test('project memberships (postgres+redis, two replicas)', async (t) => {
     t.equal(removed.status, 200);
     t.match(removed.body.identityMembership, { id: m.id, identityId: x.identityId, role: 'no-access' });
     isError(t, await api(A, 'GET', `${ids(P)}/${x.identityId}`, as), 404, 'NotFound', /not a member/);
-    isError(t, await read(A, x.token), 403, 'PermissionDenied', 'You are not allowed to access this resource');
+    isError(t, await read(A, x.token), 404, 'NotFound', "Project with slug 'homelab' not found");
 
     const events = await A.services.store.sql<{ eventType: string; projectId: string; metadata: any }[]>`select event_type, project_id, metadata
       from audit_log where metadata->>'identityId' = ${x.identityId} and project_id is not null order by id`;
@@ -78,7 +78,7 @@ t.test('project memberships (postgres+redis, two replicas)', async (t) => {
 
     const pat = await plainUser(A, 'pat@example.test');
     const slug = () => api(A, 'GET', '/api/v1/projects/slug/other', pat.token);
-    isError(t, await slug(), 403, 'PermissionDenied', 'You are not allowed to access this resource');
+    isError(t, await slug(), 404, 'NotFound', "Project with slug 'other' not found");
     t.equal((await api(A, 'POST', `${users(Q)}/${pat.userId}`, as, { role: 'viewer' })).status, 200);
     t.equal((await slug()).status, 200, 'the new member reads on its next request');
     isError(t, await api(A, 'GET', ids(Q), pat.token), 403, 'PermissionDenied', 'You are not allowed to access this resource');
@@ -109,7 +109,7 @@ t.test('project memberships (postgres+redis, two replicas)', async (t) => {
     const audit = await A.services.store.sql`select actor_type, actor_id from audit_log where event_type = 'remove-identity-from-project' and metadata->>'identityId' = ${z.identityId}`;
     t.same(audit.map((r) => [r.actorType, r.actorId]), [['identity', boss.identityId]]);
     for (const [m, p] of [['GET', ids(Q)], ['POST', `${ids(Q)}/${z.identityId}`], ['GET', `${users(Q)}/${admin.userId}`]] as const) {
-      isError(t, await api(A, m, p, boss.token, m === 'POST' ? { role: 'admin' } : undefined), 403, 'PermissionDenied', 'You are not allowed to access this resource');
+      isError(t, await api(A, m, p, boss.token, m === 'POST' ? { role: 'admin' } : undefined), 404, 'NotFound', `Project with ID '${Q}' not found`);
     }
   });
 
@@ -139,13 +139,17 @@ t.test('project memberships (postgres+redis, two replicas)', async (t) => {
     const before = await snapshot(A);
     for (const [name, method, path, body] of ops(P)) {
       for (const [who, caller] of Object.entries(roles)) {
-        t.test(`${name}: ${who}`, async (t) => isError(t, await api(A, method, path, caller.token, body), 403, 'PermissionDenied'));
+        // Not a member: as a missing project (404); a member without the right: 403.
+        t.test(`${name}: ${who}`, async (t) =>
+          who.includes('without membership')
+            ? isError(t, await api(A, method, path, caller.token, body), 404, 'NotFound', `Project with ID '${P}' not found`)
+            : isError(t, await api(A, method, path, caller.token, body), 403, 'PermissionDenied'));
       }
       t.test(`${name}: no token`, async (t) => isError(t, await api(A, method, path, undefined, body), 401, 'UnauthorizedError'));
     }
     for (const [name, method, path, body] of ops(Q)) {
       t.test(`${name}: an admin of project A in project B`, async (t) =>
-        isError(t, await api(A, method, path, pAdmin.token, body), 403, 'PermissionDenied', 'You are not allowed to access this resource'));
+        isError(t, await api(A, method, path, pAdmin.token, body), 404, 'NotFound', `Project with ID '${Q}' not found`));
     }
     for (const [name, method, path, body] of ops('5d1f7c4e-0000-4000-8000-000000000000')) {
       t.test(`${name}: an unknown project is a 404 before any 403`, async (t) =>
@@ -234,7 +238,7 @@ t.test('project memberships (postgres+redis, two replicas)', async (t) => {
     t.equal((await read(B, m.token)).status, 200, 'no-access -> viewer on A: B reads at once');
 
     t.equal((await api(A, 'DELETE', `${ids(P)}/${m.identityId}`, as)).status, 200);
-    isError(t, await read(B, m.token), 403, 'PermissionDenied', 'You are not allowed to access this resource');
+    isError(t, await read(B, m.token), 404, 'NotFound', "Project with slug 'homelab' not found");
 
     t.equal((await api(A, 'POST', `${ids(P)}/${m.identityId}`, as, { role: 'viewer' })).status, 200);
     t.equal((await read(B, m.token)).status, 200, 're-added on A: B drops its cached "not a member"');

@@ -3,7 +3,8 @@
 // no token at all, against every operation (list, get, create, update, delete, batch,
 // versions, restore, export, on v3 and v4). A refused operation changes nothing; an
 // identity of one project gets nothing of another's, whether named by id, slug or
-// secret id; an unknown project is a 404 before any 403.
+// secret id (a project it is not a member of answers as a missing one: 404 naming only
+// what was sent); an unknown project is a 404 before any 403.
 import t from 'tap';
 import { SYSTEM } from '../../../server/domain/access.js';
 import { BACKENDS, seedHomelab, startTestService, testEnv, type TestService } from '../../helpers/service.js';
@@ -12,13 +13,14 @@ import { api, isError, machine, plainUser, snapshot, superadmin, type Method } f
 type Need = 'read' | 'write' | 'admin';
 type Standing = 'admin' | 'member' | 'viewer' | 'no-access' | 'stranger' | 'anonymous';
 
-const NOT_MEMBER = 'You are not allowed to access this resource';
+/** A project the caller is not a member of answers as a missing one (naming what the caller sent). */
+const NOT_MEMBER = /^(Project with (ID|slug) '[^']+'|Secret with ID '[^']+') not found$/;
 const NOT_ALLOWED = 'You are not allowed to access this resource';
 
 /** What a caller of `standing` gets for an operation that needs `need`. */
-function expected(standing: Standing, need: Need): [number, string?, string?] {
+function expected(standing: Standing, need: Need): [number, string?, (string | RegExp)?] {
   if (standing === 'anonymous') return [401, 'UnauthorizedError', 'Token missing'];
-  if (standing === 'stranger') return [403, 'PermissionDenied', NOT_MEMBER];
+  if (standing === 'stranger') return [404, 'NotFound', NOT_MEMBER];
   const grants: Record<string, Need[]> = { admin: ['read', 'write', 'admin'], member: ['read', 'write'], viewer: ['read'], 'no-access': [] };
   return grants[standing]!.includes(need) ? [200] : [403, 'PermissionDenied', NOT_ALLOWED];
 }
@@ -145,7 +147,7 @@ for (const backend of BACKENDS) {
       isError(t, await write(), 403, 'PermissionDenied', NOT_ALLOWED);
       isError(t, await exp(), 403, 'PermissionDenied', NOT_ALLOWED);
       t.equal((await api(svc, 'DELETE', membership, admin.token)).status, 200);
-      isError(t, await api(svc, 'GET', `/api/v1/secret/${shared.id}/secret-versions`, x.token), 403, 'PermissionDenied', NOT_MEMBER);
+      isError(t, await api(svc, 'GET', `/api/v1/secret/${shared.id}/secret-versions`, x.token), 404, 'NotFound', `Secret with ID '${shared.id}' not found`);
     });
 
     t.test("an admin of project A gets nothing of project B's", async (t) => {
@@ -180,7 +182,7 @@ for (const backend of BACKENDS) {
       for (const [name, method, path, body] of intoB) {
         t.test(name, async (t) => {
           const r = await api(svc, method, path, a.token, body);
-          isError(t, r, 403, 'PermissionDenied', NOT_MEMBER);
+          isError(t, r, 404, 'NotFound', NOT_MEMBER);
           t.notOk(JSON.stringify(r.body).includes('project B value'));
         });
       }

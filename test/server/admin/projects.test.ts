@@ -433,15 +433,17 @@ for (const backend of BACKENDS) {
             t.test(`${name}: ${who} may`, async (t) => t.equal((await api(svc, method, path, caller.token, body)).status, 200));
             continue;
           }
+          // Not a member: as a missing project (404); a member without the right: 403.
           t.test(`${name}: ${who}`, async (t) =>
-            isError(t, await api(svc, method, path, caller.token, body), 403, 'PermissionDenied',
-              caller.stranger ? 'You are not allowed to access this resource' : 'You are not allowed to access this resource'));
+            caller.stranger
+              ? isError(t, await api(svc, method, path, caller.token, body), 404, 'NotFound', `Project with ID '${P.id}' not found`)
+              : isError(t, await api(svc, method, path, caller.token, body), 403, 'PermissionDenied', 'You are not allowed to access this resource'));
         }
         t.test(`${name}: no token`, async (t) => isError(t, await api(svc, method, path, undefined, body), 401, 'UnauthorizedError'));
       }
       for (const [name, method, path, body] of ops(Q.id, envOf(Q))) {
         t.test(`${name}: an admin of project A in project B`, async (t) =>
-          isError(t, await api(svc, method, path, pAdmin.token, body), 403, 'PermissionDenied', 'You are not allowed to access this resource'));
+          isError(t, await api(svc, method, path, pAdmin.token, body), 404, 'NotFound', `Project with ID '${Q.id}' not found`));
         t.test(`${name}: project B's environment through project A`, async (t) => {
           const crossed = path.replace(Q.id, P.id);
           if (crossed.includes('/environments/')) {

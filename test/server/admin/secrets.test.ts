@@ -99,16 +99,16 @@ for (const backend of BACKENDS) {
       const commented = await v3('PATCH', 'APP_TOKEN', { ...where, secretComment: 'rotated', skipMultilineEncoding: false });
       isSecret(t, commented.body.secret, { version: 3, secretValue: v2, secretComment: 'rotated', skipMultilineEncoding: false });
       const same = await v3('PATCH', 'APP_TOKEN', { ...where });
-      isSecret(t, same.body.secret, { version: 4, secretValue: v2, secretComment: 'rotated' });
+      isSecret(t, same.body.secret, { version: 3, secretValue: v2, secretComment: 'rotated' });
       t.same(
         (await sql`select version from secret_versions where secret_id = ${s.id} order by version`).map((r) => r.version),
-        [1, 2, 3, 4],
-        'every change is a new version',
+        [1, 2, 3],
+        'every change is a new version (a change that changes nothing is none)',
       );
 
       const removed = await v3('DELETE', 'APP_TOKEN', { ...where });
       t.equal(removed.status, 200);
-      isSecret(t, removed.body.secret, { id: s.id, version: 4, secretKey: 'APP_TOKEN', secretValue: v2, secretComment: 'rotated' });
+      isSecret(t, removed.body.secret, { id: s.id, version: 3, secretKey: 'APP_TOKEN', secretValue: v2, secretComment: 'rotated' });
       isError(t, await get('APP_TOKEN'), 404, 'NotFound', "Secret with name 'APP_TOKEN' not found");
       t.notOk((await list()).body.secrets.some((x: any) => x.secretKey === 'APP_TOKEN'), 'gone from the list');
       isError(t, await v3('DELETE', 'APP_TOKEN', { ...where }), 404, 'NotFound');
@@ -273,7 +273,7 @@ for (const backend of BACKENDS) {
       // A blank name is refused on every rename (not read as "no rename"): nothing changes.
       isError(t, await v3('PATCH', 'NEW_NAME', { ...where, newSecretName: '' }), 422, 'ValidationFailure', undefined);
       t.equal((await get('NEW_NAME')).body.secret.version, 2, 'an empty newSecretName is refused and changes nothing');
-      t.equal((await v3('PATCH', 'NEW_NAME', { ...where, newSecretName: 'NEW_NAME' })).body.secret.version, 3, 'renaming to itself is a plain update');
+      t.equal((await v3('PATCH', 'NEW_NAME', { ...where, newSecretName: 'NEW_NAME' })).body.secret.version, 2, 'renaming to itself changes nothing');
       const [audit] = await sql`select secret_key, secret_version, metadata from audit_log where event_type = 'update-secret' and secret_key = 'NEW_NAME' order by id limit 1`;
       t.same([audit!.secretKey, audit!.secretVersion, audit!.metadata], ['NEW_NAME', 2, { renamedFrom: 'OLD_NAME' }]);
       t.same((await v3('POST', 'OLD_NAME', { ...where, secretValue: 'a new one' })).body.secret.version, 1, 'the old name is free again');
@@ -325,7 +325,9 @@ for (const backend of BACKENDS) {
       const refused = await v3('PATCH', 'SIGNING_KEY', { ...where, secretValue: 'changed' });
       isError(t, refused, 409, 'Conflict', /must never change/);
       t.same(refused.body.details, { requires: 'overrideImmutable' }, 'details say what a repeat needs');
-      isError(t, await v3('PATCH', 'SIGNING_KEY', { ...where, secretValue: 'never-changes' }), 409, 'Conflict');
+      // Its own value again changes nothing: 200, nothing written (checked below).
+      const same = await v3('PATCH', 'SIGNING_KEY', { ...where, secretValue: 'never-changes' });
+      t.same([same.status, same.body.secret?.version], [200, 1], 'the same value again: nothing to refuse, nothing written');
       isError(t, await v3('PATCH', 'SIGNING_KEY', { ...where, newSecretName: 'SIGNING_KEY_2' }), 409, 'Conflict');
       isError(t, await v3('PATCH', 'SIGNING_KEY', { ...where, secretValue: 'changed', overrideImmutable: false }), 409, 'Conflict');
       isError(t, await v3('PATCH', 'SIGNING_KEY', { ...where, secretValue: 'changed', overrideImmutable: 'maybe' }), 422, 'ValidationFailure');
@@ -491,8 +493,8 @@ for (const backend of BACKENDS) {
         select event_type, secret_key, secret_version, actor_type, actor_id from audit_log
         where project_id = ${P} and secret_key in ('APP_TOKEN', 'OLD_NAME', 'NEW_NAME') order by id`;
       t.same(rows.filter((r) => r.secretKey === 'APP_TOKEN').map((r) => [r.eventType, r.secretVersion]), [
-        ['create-secret', 1], ['update-secret', 2], ['update-secret', 3], ['update-secret', 4], ['delete-secret', 4],
-      ]);
+        ['create-secret', 1], ['update-secret', 2], ['update-secret', 3], ['delete-secret', 3],
+      ], 'the PATCH that changed nothing has no entry');
       t.ok(rows.every((r) => r.actorType === 'identity' && r.actorId === m.identityId), 'recorded as the identity that wrote');
       const text = (await sql<{ t: string }[]>`select audit_log::text as t from audit_log`).map((r) => r.t).join('\n');
       const leaked = [...written].filter((v) => v.length >= 6 && text.includes(v));

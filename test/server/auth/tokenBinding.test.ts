@@ -24,7 +24,7 @@ t.test('tokens re-signed with AUTH_SECRET are refused unless they match their ro
   const homelab = `/api/v1/projects/${seeded.projectId}`;
   const get = (path: string, token: string) => request(`${svc.url}${path}`, { token });
 
-  t.equal((await get(homelab, plain.token)).status, 403, 'the plain user may not read homelab');
+  t.equal((await get(homelab, plain.token)).status, 404, 'the plain user may not read homelab (not a member: as a missing project)');
   t.equal((await get(homelab, admin.token)).status, 200, 'the superadmin may');
 
   await t.test('a session re-signed with another subject', async (t) => {
