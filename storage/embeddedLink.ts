@@ -32,6 +32,8 @@ export class PgliteLink extends Duplex {
   #pending: Buffer = Buffer.alloc(0);
   #startup = true;
   #closed = false;
+  /** A #drain loop is running (or about to): it takes whatever #pending holds. */
+  #running = false;
 
   constructor(db: PgliteLike) {
     super({ allowHalfOpen: false });
@@ -45,25 +47,39 @@ export class PgliteLink extends Duplex {
 
   override _read(): void {}
 
+  /**
+   * Takes the bytes at once, as a socket's kernel buffer does, and runs them after:
+   * the write's callback (and so 'drain', when write() said the buffer was full) comes
+   * before PGlite answers, never after. postgres.js calls a connection free on a
+   * 'drain' with no query in flight; a 'drain' after the answer of a transaction's
+   * statement handed the transaction's connection to other callers (issue 31).
+   */
   override _write(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error | null) => void): void {
-    this.#take([chunk], done);
+    this.#pending = this.#pending.length === 0 ? chunk : Buffer.concat([this.#pending, chunk]);
+    done();
+    // Writes made while PGlite is busy gather in #pending: the next call takes them all.
+    // Started on the next tick, after the one on which Writable emits 'drain'.
+    if (!this.#running) {
+      this.#running = true;
+      process.nextTick(() => this.#pump());
+    }
   }
 
-  /** Writes made while PGlite was busy: all of them in one call. */
-  override _writev(chunks: Array<{ chunk: Buffer }>, done: (error?: Error | null) => void): void {
-    this.#take(
-      chunks.map((c) => c.chunk),
-      done,
-    );
-  }
-
-  #take(chunks: Buffer[], done: (error?: Error | null) => void): void {
-    this.#pending = this.#pending.length === 0 && chunks.length === 1 ? chunks[0]! : Buffer.concat([this.#pending, ...chunks]);
-    this.#drain().then(() => done(), done);
+  #pump(): void {
+    this.#drain().catch((err: unknown) => this.destroy(err as Error));
   }
 
   /** Hands every complete message held to PGlite; an incomplete one waits for its rest. */
   async #drain(): Promise<void> {
+    try {
+      await this.#drainLoop();
+    } finally {
+      // At once as the loop ends (not a microtask later): a write from here on starts the next.
+      this.#running = false;
+    }
+  }
+
+  async #drainLoop(): Promise<void> {
     while (!this.#closed) {
       const buf = this.#pending;
       if (this.#startup) {

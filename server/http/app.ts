@@ -112,6 +112,17 @@ export function newReqId(): string {
 
 const EMPTY_BODY = Buffer.alloc(0);
 
+/**
+ * A request body's bytes in memory of their own (Buffer.from and Buffer.concat cut small
+ * Buffers from a shared 8 KB slab, which stays reachable, plaintext included, for as long
+ * as any other Buffer cut from it lives): unreachable once the request is done.
+ */
+function ownedCopy(bytes: Uint8Array): Buffer {
+  const copy = Buffer.allocUnsafeSlow(bytes.byteLength);
+  copy.set(bytes);
+  return copy;
+}
+
 class PlainRequest implements HttpRequest {
   reqId: string;
   method: Method;
@@ -685,7 +696,7 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
       }
       received += n;
       // The chunk is only valid during this callback: copy it now.
-      const copy = Buffer.from(new Uint8Array(chunk));
+      const copy = ownedCopy(new Uint8Array(chunk));
       if (!isLast) {
         (chunks ??= []).push(copy);
         return;
@@ -700,7 +711,13 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
         ex.req.body = copy;
       } else {
         chunks.push(copy);
-        ex.req.body = Buffer.concat(chunks, received);
+        const body = Buffer.allocUnsafeSlow(received);
+        let at = 0;
+        for (const c of chunks) {
+          body.set(c, at);
+          at += c.length;
+        }
+        ex.req.body = body;
       }
       dispatch(ex, handler);
     });

@@ -11,6 +11,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import t from 'tap';
 import { freshDatabase } from '../helpers/db.js';
 import { seedEmbeddedDataDir } from '../helpers/embedded.js';
+import { request } from '../helpers/http.js';
 import { runMain } from '../helpers/process.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}.js`, import.meta.url));
@@ -127,6 +128,54 @@ t.test('after start-up, neither ENCRYPTION_KEY nor AUTH_SECRET is in the main th
   t.notOk(holds(authBytes.toString('base64url')), 'AUTH_SECRET: not as base64url');
   t.notOk(holds(authBytes.toString('hex')), 'AUTH_SECRET: not as hex');
   t.notOk(holds(authBytes.toString('latin1')), 'AUTH_SECRET: not as its bytes in a string');
+  server.kill();
+  t.equal((await server.exit).code, 0, 'and it still shuts down cleanly');
+});
+
+t.test('after requests end, no password, setup code, client secret or secret value is in the main thread\'s heap', async (t) => {
+  const dir = await seedEmbeddedDataDir(tempDir(t));
+  // Each a string that appears nowhere else: found only if the request's plaintext lingers.
+  const setupCode = `setup-${randomBytes(12).toString('hex')}`;
+  const password = `pass-${randomBytes(12).toString('hex')}`;
+  const value = `value-${randomBytes(12).toString('hex')}`;
+  const server = run({ NODE_ENV: 'production', ENCRYPTION_KEY: key(), AUTH_SECRET: secret(), DATA_DIR: dir, SETUP_TOKEN: setupCode }, [
+    '--expose-gc',
+    '--import',
+    pathToFileURL(fixture('heapSnapshotOnSignal')).href,
+  ], dir);
+  t.teardown(() => server.kill());
+  const url = await server.listening;
+  const api = async (path: string, init: { method?: string; token?: string; json?: unknown } = {}) => {
+    const r = await request(`${url}${path}`, init);
+    t.equal(r.status, 200, `${init.method ?? 'GET'} ${path}`);
+    return r.body;
+  };
+  const email = 'admin@example.test';
+  await api('/api/v1/admin/signup', { method: 'POST', json: { email, password, firstName: 'Ada', setupCode } });
+  const token = (await api('/api/v3/auth/login', { method: 'POST', json: { email, password } })).token as string;
+  const project = (await api('/api/v1/projects', { method: 'POST', token, json: { projectName: 'homelab' } })).project;
+  const identityId = (await api('/api/v1/identities', { method: 'POST', token, json: { name: 'eso' } })).identity.id as string;
+  const clientId = (await api(`/api/v1/auth/universal-auth/identities/${identityId}`, { method: 'POST', token, json: {} })).identityUniversalAuth.clientId as string;
+  const clientSecret = (await api(`/api/v1/auth/universal-auth/identities/${identityId}/client-secrets`, { method: 'POST', token, json: { description: 'eso' } }))
+    .clientSecret as string;
+  await api(`/api/v1/projects/${project.id}/memberships/identities/${identityId}`, { method: 'POST', token, json: { role: 'member' } });
+  const machine = (await api('/api/v1/auth/universal-auth/login', { method: 'POST', json: { clientId, clientSecret } })).accessToken as string;
+  await api('/api/v3/secrets/raw/HEAP_PROBE', { method: 'POST', token, json: { projectSlug: 'homelab', environment: 'prod', secretPath: '/', secretValue: value } });
+  const read = await api('/api/v3/secrets/raw/HEAP_PROBE?workspaceSlug=homelab&environment=prod&secretPath=/', { token: machine });
+  t.equal(read.secret.secretValue, value, 'the value was read back');
+
+  server.kill('SIGUSR2');
+  const m = await server.output(/heap snapshot: (.*)\n/);
+  const { file, pool, control } = JSON.parse(m[1]!) as { file: string; pool: string; control: string };
+  const { strings } = JSON.parse(readFileSync(file, 'utf8')) as { strings: string[] };
+  const slab = readFileSync(pool).toString('latin1');
+  rmSync(file);
+  rmSync(pool);
+  const holds = (needle: string) => strings.some((s) => s.includes(needle)) || slab.includes(needle);
+  t.ok(holds(control), 'the search finds a string that is still reachable');
+  for (const [name, plain] of Object.entries({ 'the setup code': setupCode, 'the password': password, 'the client secret': clientSecret, 'the secret value': value })) {
+    t.notOk(holds(plain), `${name}: not in the heap`);
+  }
   server.kill();
   t.equal((await server.exit).code, 0, 'and it still shuts down cleanly');
 });

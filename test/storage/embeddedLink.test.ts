@@ -105,3 +105,81 @@ t.test('a cancel request closes its link; TLS is declined', async (t) => {
   t.equal((await answer).toString(), 'N');
   tls.destroy();
 });
+
+// A statement above the stream's high-water mark (16 KB): postgres.js moves the
+// connection to its "full" queue and waits for 'drain'. If the link reports the bytes
+// written only once PGlite has answered, 'drain' comes after ReadyForQuery with no query
+// active, and postgres.js used to hand the transaction's connection to the pool
+// (issue 31): other callers' statements ran inside the transaction.
+t.test('a transaction with statements over 64 KB never runs another caller statement', async (t) => {
+  const pool = connect();
+  t.teardown(() => pool.end({ timeout: 1 }));
+  await pool`create table big (id int primary key, v text)`;
+  const big = 'x'.repeat(100_000);
+  // Outside the transaction no transaction id is assigned to a plain select, and the
+  // row it inserts (and deletes before committing) is never visible.
+  const probe = () => pool<{ xid: string | null; n: number }[]>`
+    select txid_current_if_assigned()::text as xid, (select count(*)::int from big where id = 1) as n`.execute();
+  const others: Array<Promise<{ xid: string | null; n: number }[]>> = [];
+  let inside: string | undefined;
+  // Between its statements the transaction gives the event loop a turn, as the service's
+  // do while they wait for the crypto workers: that is when 'drain' arrives.
+  const turn = () => new Promise((done) => setImmediate(done));
+  await pool.begin(async (tx) => {
+    await tx`insert into big values (1, ${big})`;
+    inside = (await tx<{ xid: string }[]>`select txid_current()::text as xid`)[0]?.xid;
+    for (let i = 0; i < 5; i++) {
+      others.push(probe());
+      await turn();
+      await tx`update big set v = ${big + i} where id = 1`;
+      await turn();
+      others.push(probe());
+      await tx`select ${big}::text as echo`;
+      await turn();
+    }
+    await tx`delete from big where id = 1`;
+  });
+  const seen = (await Promise.all(others)).map((r) => r[0]!);
+  t.equal(seen.length, 10);
+  t.same(
+    seen.filter((r) => r.xid !== null || r.n !== 0),
+    [],
+    `no other caller ran inside transaction ${inside} (it would see its xid or its uncommitted row)`,
+  );
+  t.notOk(db.isInTransaction());
+});
+
+t.test('the link accepts bytes as a socket does: drain before the answer', async (t) => {
+  const link = new PgliteLink(counted);
+  t.teardown(() => link.destroy());
+  const events: string[] = [];
+  let received = Buffer.alloc(0);
+  let ready: (() => void) | undefined;
+  link.on('drain', () => events.push('drain'));
+  link.on('data', (b: Buffer) => {
+    events.push('data');
+    received = Buffer.concat([received, b]);
+    // ReadyForQuery ('Z', length 5, status) ends an answer.
+    if (received.length >= 6 && received[received.length - 6] === 0x5a) ready?.();
+  });
+  const answered = () => new Promise<void>((done) => (ready = done));
+  const params = Buffer.from('user\0postgres\0database\0postgres\0\0');
+  const startup = Buffer.alloc(8);
+  startup.writeInt32BE(8 + params.length, 0);
+  startup.writeInt32BE(196608, 4);
+  let next = answered();
+  link.write(Buffer.concat([startup, params]));
+  await next;
+  events.length = 0;
+  // A 100 KB simple query, over the high-water mark (16 KB).
+  const text = Buffer.from(`select '${'y'.repeat(100_000)}'\0`);
+  const q = Buffer.alloc(5);
+  q[0] = 0x51;
+  q.writeInt32BE(4 + text.length, 1);
+  next = answered();
+  const room = link.write(Buffer.concat([q, text]));
+  await next;
+  // Whether write() said "full" or not, a 'drain' it owes has come by the answer, before it.
+  t.notOk(link.writableNeedDrain, `no 'drain' still owed once answered (write() said ${room})`);
+  t.same(events.slice(events.indexOf('data')).filter((e) => e === 'drain'), [], `no 'drain' after the answer: ${events.join(',')}`);
+});

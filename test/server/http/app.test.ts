@@ -294,6 +294,12 @@ t.test('body cap', async (t) => {
     t.match(res.data, /"length":1000,"sha":"bbbbbbbb"/);
   });
 
+  t.test('a small body is in memory of its own, not in a slab other Buffers share (issue 28, point 6)', async (t) => {
+    // A slab stays reachable, with the request's plaintext, while any Buffer cut from it lives.
+    const res = await fetch(`${f.url}/echo`, { method: 'POST', body: JSON.stringify({ password: 'p'.repeat(40) }) });
+    t.match(await res.json(), { length: 55, owned: true });
+  });
+
   t.test('the server still works', async (t) => {
     t.equal((await fetch(`${f.url}/ok`)).status, 200);
   });

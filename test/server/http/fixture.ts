@@ -45,7 +45,15 @@ export async function startFixture(t: Test, opts: HttpServerOptions = {}): Promi
   });
   r.post('/echo', (req) => {
     hit('echo');
-    return { body: { length: req.body.length, sha: req.body.subarray(0, 8).toString('latin1'), sha256: createHash('sha256').update(req.body).digest('hex') } };
+    return {
+      body: {
+        length: req.body.length,
+        sha: req.body.subarray(0, 8).toString('latin1'),
+        sha256: createHash('sha256').update(req.body).digest('hex'),
+        // The body's bytes are all its memory holds (not a slice of a shared slab).
+        owned: req.body.byteOffset === 0 && req.body.buffer.byteLength === req.body.length,
+      },
+    };
   });
   r.post('/json', (req) => ({ body: { parsed: parseJsonBody(req) } }));
   r.get('/req', (req) => ({
