@@ -273,3 +273,20 @@ export function identitiesDomain(deps: IdentitiesDeps) {
   };
 }
 export type IdentitiesDomain = ReturnType<typeof identitiesDomain>;
+
+/**
+ * The access-token settings every login method shares (TTL, max TTL, use limit, trusted
+ * IPs), checked once for all of them: 422 naming the field, 400 for a TTL over its max.
+ */
+export function checkAccessTokenSettings(s: { accessTokenTtl: number; accessTokenMaxTtl: number; accessTokenNumUsesLimit: number; accessTokenTrustedIps: readonly unknown[] }): void {
+  const invalid = (message: string) => new AppError('VALIDATION', message);
+  for (const [name, v] of [['accessTokenTTL', s.accessTokenTtl], ['accessTokenMaxTTL', s.accessTokenMaxTtl]] as const) {
+    if (!Number.isSafeInteger(v) || v < 1 || v > MAX_TTL_SECONDS) throw invalid(`${name} must be an integer from 1 to ${MAX_TTL_SECONDS}`);
+  }
+  const n = s.accessTokenNumUsesLimit;
+  if (!Number.isSafeInteger(n) || n < 0 || n > 2_147_483_647) throw invalid('accessTokenNumUsesLimit must be a non-negative integer');
+  if (s.accessTokenTrustedIps.length === 0 || s.accessTokenTrustedIps.length > 100) {
+    throw invalid('accessTokenTrustedIps must hold from 1 to 100 IP addresses or ranges');
+  }
+  if (s.accessTokenTtl > s.accessTokenMaxTtl) throw new AppError('BAD_REQUEST', 'Access token TTL cannot be greater than max TTL');
+}

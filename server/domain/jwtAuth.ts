@@ -25,7 +25,7 @@ import { AppError } from '../errors.js';
 import { isUuid, requireOrgAdmin, type Actor, type SystemActor } from './access.js';
 import { topics } from './caches.js';
 import { globMatch } from './glob.js';
-import { existingIdentity, MAX_TTL_SECONDS } from './identities.js';
+import { checkAccessTokenSettings, existingIdentity } from './identities.js';
 import { hostRefusal } from './fetchGuard.js';
 import { isCertificate, parseFetchUrl, parsePublicKey, type KeySources } from './jwtKeys.js';
 import { newAccessToken, type LoginResult, type MachineAuth } from './machineAuth.js';
@@ -198,15 +198,7 @@ export function checkSettings(method: TokenAuthMethod, s: JwtAuthSettings): void
     if (k === '' || k.length > LIMITS.claimName || k.split('.').some((p) => p === '')) throw invalid(`boundClaims: '${k.slice(0, 64)}' is not a claim name`);
     if (v === '' || v.length > LIMITS.claimValue) throw invalid(`boundClaims.${k}: from 1 to ${LIMITS.claimValue} characters`);
   }
-  for (const [name, v] of [['accessTokenTTL', s.accessTokenTtl], ['accessTokenMaxTTL', s.accessTokenMaxTtl]] as const) {
-    if (!Number.isSafeInteger(v) || v < 1 || v > MAX_TTL_SECONDS) throw invalid(`${name} must be an integer from 1 to ${MAX_TTL_SECONDS}`);
-  }
-  const n = s.accessTokenNumUsesLimit;
-  if (!Number.isSafeInteger(n) || n < 0 || n > 2_147_483_647) throw invalid('accessTokenNumUsesLimit must be a non-negative integer');
-  if (s.accessTokenTrustedIps.length === 0 || s.accessTokenTrustedIps.length > 100) {
-    throw invalid('accessTokenTrustedIps must hold from 1 to 100 IP addresses or ranges');
-  }
-  if (s.accessTokenTtl > s.accessTokenMaxTtl) throw new AppError('BAD_REQUEST', 'Access token TTL cannot be greater than max TTL');
+  checkAccessTokenSettings(s);
   const missing = missingBindings(method, s);
   if (missing.length > 0) throw invalid(bindingsMessage(method, missing));
 }

@@ -24,7 +24,7 @@ import { AppError } from '../errors.js';
 import { isUuid, requireOrgAdmin, type Actor, type SystemActor } from './access.js';
 import { topics } from './caches.js';
 import { globMatch } from './glob.js';
-import { existingIdentity, MAX_TTL_SECONDS } from './identities.js';
+import { checkAccessTokenSettings, existingIdentity } from './identities.js';
 import { policyList } from './jwtAuth.js';
 import { isCertificate } from './jwtKeys.js';
 import { dataKeyAad } from './keyring.js';
@@ -84,15 +84,7 @@ export function checkSettings(s: KubernetesAuthSettings): void {
   if (s.allowedNamespaces.length > LIMITS.list) throw invalid(`allowedNamespaces: at most ${LIMITS.list} characters`);
   if (s.allowedNames.length > LIMITS.list) throw invalid(`allowedNames: at most ${LIMITS.list} characters`);
   if (s.allowedAudience.length > LIMITS.audience) throw invalid(`allowedAudience: at most ${LIMITS.audience} characters`);
-  for (const [name, v] of [['accessTokenTTL', s.accessTokenTtl], ['accessTokenMaxTTL', s.accessTokenMaxTtl]] as const) {
-    if (!Number.isSafeInteger(v) || v < 1 || v > MAX_TTL_SECONDS) throw invalid(`${name} must be an integer from 1 to ${MAX_TTL_SECONDS}`);
-  }
-  const n = s.accessTokenNumUsesLimit;
-  if (!Number.isSafeInteger(n) || n < 0 || n > 2_147_483_647) throw invalid('accessTokenNumUsesLimit must be a non-negative integer');
-  if (s.accessTokenTrustedIps.length === 0 || s.accessTokenTrustedIps.length > 100) {
-    throw invalid('accessTokenTrustedIps must hold from 1 to 100 IP addresses or ranges');
-  }
-  if (s.accessTokenTtl > s.accessTokenMaxTtl) throw new AppError('BAD_REQUEST', 'Access token TTL cannot be greater than max TTL');
+  checkAccessTokenSettings(s);
 }
 
 /** Given fields over `base`, in their normal form (the host as an https URL, lists as Infisical joins them). */

@@ -10,7 +10,7 @@ import type { TokenAuthRow, TokenAuthSettings, TokenAuthTokenRow } from '../../s
 import { AppError } from '../errors.js';
 import { isUuid, requireOrgAdmin, type Actor, type SystemActor } from './access.js';
 import { topics } from './caches.js';
-import { existingIdentity, MAX_TTL_SECONDS } from './identities.js';
+import { checkAccessTokenSettings, existingIdentity } from './identities.js';
 import { newAccessToken, type LoginResult, type MachineAuth } from './machineAuth.js';
 import type { Origin, WritePipeline } from './pipeline.js';
 
@@ -35,15 +35,7 @@ export const MAX_TOKEN_NAME = 256;
 const invalid = (message: string) => new AppError('VALIDATION', message);
 
 function checkSettings(s: TokenAuthSettings): void {
-  for (const [name, v] of [['accessTokenTTL', s.accessTokenTtl], ['accessTokenMaxTTL', s.accessTokenMaxTtl]] as const) {
-    if (!Number.isSafeInteger(v) || v < 1 || v > MAX_TTL_SECONDS) throw invalid(`${name} must be an integer from 1 to ${MAX_TTL_SECONDS}`);
-  }
-  const n = s.accessTokenNumUsesLimit;
-  if (!Number.isSafeInteger(n) || n < 0 || n > 2_147_483_647) throw invalid('accessTokenNumUsesLimit must be a non-negative integer');
-  if (s.accessTokenTrustedIps.length === 0 || s.accessTokenTrustedIps.length > 100) {
-    throw invalid('accessTokenTrustedIps must hold from 1 to 100 IP addresses or ranges');
-  }
-  if (s.accessTokenTtl > s.accessTokenMaxTtl) throw new AppError('BAD_REQUEST', 'Access token TTL cannot be greater than max TTL');
+  checkAccessTokenSettings(s);
 }
 
 function merge(base: TokenAuthSettings, input: TokenAuthInput): TokenAuthSettings {
