@@ -276,7 +276,6 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       store,
       bus,
       access,
-      onEvents: (notices) => events.committed(notices),
       onCommitted: (c) => {
         // The audit trail has the details (who, what, where); the log says that it happened.
         log.info({ event: 'audit', auditEvents: c.events, invalidations: c.invalidations }, `change committed: ${c.events.join(', ')}`);

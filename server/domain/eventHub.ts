@@ -1,7 +1,7 @@
 // Delivery of change events to this replica's subscribers (the SSE streams of
 // /api/v1/events/subscribe/project-events), from the event table.
 //
-// A committed change that added events announces `projectId:lastId` on the cache bus
+// A committed change that added events announces (the pipeline, after its commit) `projectId:lastId` on the cache bus
 // (in-process on the embedded default; Redis pub/sub across replicas). The announcement
 // carries no event: on hearing it, this replica reads the project's rows after the
 // lowest cursor of its subscribers, in id order, and hands each subscriber the rows after
@@ -12,10 +12,7 @@
 // gap after a cursor means pruned events: that subscriber gets a `resync`.
 import type { CacheBus } from '../../storage/cache.js';
 import type { EventRow, eventsStore } from '../../storage/events.js';
-import type { EventNotice } from './events.js';
-
-/** The bus topic of event announcements (key: `${projectId}:${lastId}`). */
-export const EVENTS_TOPIC = 'project-events';
+import { EVENTS_TOPIC } from './events.js';
 /** Rows read per query while catching up. */
 const PAGE = 500;
 
@@ -31,7 +28,7 @@ export interface EventSink {
 
 export interface EventHubDeps {
   events: Pick<ReturnType<typeof eventsStore>, 'after' | 'cursor'>;
-  bus: Pick<CacheBus, 'publish' | 'subscribe' | 'onReset'>;
+  bus: Pick<CacheBus, 'subscribe' | 'onReset'>;
   /** Fallback catch-up interval (ms). */
   pollMs: number;
   log?: (fields: Record<string, unknown>, msg: string) => void;
@@ -119,11 +116,6 @@ export function eventHub(deps: EventHubDeps) {
         q.sinks.delete(sink);
         if (q.sinks.size === 0 && !q.reading) projects.delete(sink.projectId);
       };
-    },
-
-    /** After a commit (the pipeline's onEvents): every replica reads the new rows. */
-    committed(notices: readonly EventNotice[]): void {
-      for (const n of notices) void bus.publish(EVENTS_TOPIC, `${n.projectId}:${n.lastId}`);
     },
 
     /** Sinks attached on this replica. */

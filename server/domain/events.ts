@@ -86,6 +86,9 @@ export async function eventDrafts(s: Pick<TxStores, 'events' | 'projects'>, entr
   return byProject;
 }
 
+/** The bus topic of event announcements (key: `${projectId}:${lastId}`; server/domain/eventHub.ts listens). */
+export const EVENTS_TOPIC = 'project-events';
+
 /** What a committed change tells the subscribers: each project it added events to, and its last id. */
 export type EventNotice = { projectId: string; lastId: number };
 

@@ -18,7 +18,7 @@ import type { Store, TxStores } from '../../storage/index.js';
 import type { ProjectRecord } from '../../storage/projects.js';
 import { auditActor, requireOrgAdmin, type AccessControl, type ProjectAccess, type Actor, type AuditActor, type Permission, type ProjectRef, type SystemActor } from './access.js';
 import type { Topic } from './caches.js';
-import { mayGiveEvents, writeEvents, type EventNotice } from './events.js';
+import { EVENTS_TOPIC, mayGiveEvents, writeEvents, type EventNotice } from './events.js';
 
 /** Where a change came from; recorded in its audit entries. */
 export interface Origin {
@@ -74,7 +74,7 @@ export interface PipelineDeps {
   bus: Pick<CacheBus, 'publish'>;
   access: Pick<AccessControl, 'authorize'>;
   onCommitted?: (c: CommittedChange) => void;
-  /** After the commit: the projects a change added events to (server/domain/events.ts), and their last ids. */
+  /** After the commit: the projects a change added events to (server/domain/events.ts), and their last ids (metrics). */
   onEvents?: (notices: readonly EventNotice[]) => void;
 }
 
@@ -149,6 +149,9 @@ export function writePipeline(deps: PipelineDeps) {
 
   /** After the commit, in the order queued (see grant), then the change is reported. */
   async function published(st: ChangeState): Promise<void> {
+    // Announced without waiting for the other replicas: an announcement carries no event,
+    // and a replica that misses it catches up from the table (eventHub.ts).
+    for (const n of st.notices) void bus.publish(EVENTS_TOPIC, `${n.projectId}:${n.lastId}`);
     if (st.notices.length > 0) onEvents?.(st.notices);
     const publishSeconds: number[] = [];
     for (const [topic, key] of st.pending.values()) {
