@@ -5,7 +5,7 @@
 // with Last-Event-ID gets what it missed, in order (or `resync` when that was pruned).
 //
 // Each event reaches a stream only if one of its registrations matches (type, environment,
-// path glob) and the caller may describe secrets there (its role as re-checked: every
+// path, or a glob) and the caller may describe secrets there (its role as re-checked: every
 // EVENTS_RECHECK_MS and at once on any membership, role, token or session change; a
 // caller no longer allowed gets an `error` event and the stream ends).
 import { z } from 'zod';
@@ -61,8 +61,18 @@ export function eventData(r: EventRow) {
   return { type: 'secret-manager', data: { eventType: r.type, payload } };
 }
 
+/**
+ * A registration's path: a glob (`*`, `**`, `?`) matches as a glob; a plain path matches
+ * itself and every folder below it, as Infisical's stream does (its check is a prefix one;
+ * here a prefix at a folder boundary, so `/app` is not `/apps`).
+ */
+function pathMatches(path: string, pattern: string): boolean {
+  if (/[*?]/.test(pattern)) return globMatch(path, pattern);
+  return pattern === '/' || path === pattern || path.startsWith(`${pattern}/`);
+}
+
 function matches(regs: readonly Registration[], r: EventRow): boolean {
-  return regs.some((g) => g.event === r.type && (g.environment === undefined || g.environment === r.environment) && (g.path === undefined || globMatch(r.secretPath, g.path)));
+  return regs.some((g) => g.event === r.type && (g.environment === undefined || g.environment === r.environment) && (g.path === undefined || pathMatches(r.secretPath, g.path)));
 }
 
 const actorKey = (a: Actor) => (a.kind === 'identity' ? `identity:${a.identityId}` : `user:${a.userId}`);
