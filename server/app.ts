@@ -10,6 +10,7 @@ import { registerAdminRoutes } from './routes/v1/admin.js';
 import { registerAuditRoutes } from './routes/v1/audit.js';
 import { registerAuthRoutes } from './routes/v1/auth.js';
 import { registerEnvironmentRoutes } from './routes/v1/environments.js';
+import { registerEventRoutes } from './routes/v1/events.js';
 import { registerExportRoutes } from './routes/v1/export.js';
 import { registerIdentityRoutes } from './routes/v1/identities.js';
 import { registerJwtAuthRoutes } from './routes/v1/jwtAuth.js';
@@ -70,6 +71,7 @@ const ROUTE_MODULES: ReadonlyArray<(api: Api, svc: Services) => void> = [
   registerTokenAuthRoutes,
   registerProjectRoutes,
   registerEnvironmentRoutes,
+  registerEventRoutes,
   registerMembershipRoutes,
   registerRoleRoutes,
   registerFolderRoutes,

@@ -67,6 +67,13 @@ const schema = z.object({
   COOKIE_SECURE: setting(z.enum(['auto', 'always', 'never']).default('auto')),
   LOG_LEVEL: setting(z.enum(LOG_LEVELS).default('info')),
   AUDIT_HEAD_LOG_EVERY: setting(integer(1).default(1000)),
+  EVENTS_MAX_AGE_HOURS: setting(integer(1, 24 * 365).default(168)),
+  EVENTS_MAX_PER_PROJECT: setting(integer(100, 10_000_000).default(10_000)),
+  EVENTS_MAX_CONNECTIONS: setting(integer(1, 1_000_000).default(2000)),
+  EVENTS_MAX_CONNECTIONS_PER_ACTOR: setting(integer(1, 10_000).default(20)),
+  EVENTS_PING_MS: setting(integer(10, 600_000).default(15_000)),
+  EVENTS_RECHECK_MS: setting(integer(10, 60_000).default(60_000)),
+  EVENTS_POLL_MS: setting(integer(10, 600_000).default(2_000)),
   SETUP_TOKEN: setting(z.string().trim().min(16, 'must be at least 16 characters').max(256, 'must be at most 256 characters').optional()),
   LOG_FORMAT: setting(z.enum(['json', 'pretty']).default('json')),
   METRICS_PORT: setting(integer(0, 65535).optional()),
@@ -144,6 +151,16 @@ export interface Config {
   logLevel: LogLevel;
   /** The audit chain's head is logged every this many entries (and at shutdown). */
   auditHeadLogEvery: number;
+  /** Change events (issue 30): retention, SSE caps and timers. */
+  events: {
+    maxAgeHours: number;
+    maxPerProject: number;
+    maxConnections: number;
+    maxConnectionsPerActor: number;
+    pingMs: number;
+    recheckMs: number;
+    pollMs: number;
+  };
   /**
    * The first visit's setup code, when the operator chose it (the chart generates one).
    * Deleted by createServices once it holds the code's hash.
@@ -217,6 +234,15 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     cookieSecure: e.COOKIE_SECURE,
     logLevel: e.LOG_LEVEL,
     auditHeadLogEvery: e.AUDIT_HEAD_LOG_EVERY,
+    events: {
+      maxAgeHours: e.EVENTS_MAX_AGE_HOURS,
+      maxPerProject: e.EVENTS_MAX_PER_PROJECT,
+      maxConnections: e.EVENTS_MAX_CONNECTIONS,
+      maxConnectionsPerActor: e.EVENTS_MAX_CONNECTIONS_PER_ACTOR,
+      pingMs: e.EVENTS_PING_MS,
+      recheckMs: e.EVENTS_RECHECK_MS,
+      pollMs: e.EVENTS_POLL_MS,
+    },
     setupToken: e.SETUP_TOKEN,
     logFormat: e.LOG_FORMAT,
     metricsPort: e.METRICS_PORT,

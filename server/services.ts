@@ -5,6 +5,7 @@ import { connectDatabase, type Database } from '../storage/db.js';
 import { redisTransport } from '../storage/tls.js';
 import { createStore, type Store } from '../storage/index.js';
 import { sweepAccessTokens, sweepLoginFailures } from '../storage/identities.js';
+import { pruneEvents } from '../storage/events.js';
 import { loadMigrations, migrate } from '../storage/migrate.js';
 import { authenticator, type Authenticator } from './auth/authenticate.js';
 import { sourceBudget } from './auth/loginSources.js';
@@ -14,6 +15,7 @@ import { accessControl, type AccessControl } from './domain/access.js';
 import { auditDomain, auditHeadLog, openAuditKey, TRAIL_MISSING_WARNING, type AuditDomain } from './domain/audit.js';
 import { CACHE_SWEEP_MS, createCaches, topics, type Caches } from './domain/caches.js';
 import { environmentsDomain, type EnvironmentsDomain } from './domain/environments.js';
+import { eventHub, type EventHub } from './domain/eventHub.js';
 import { exportDomain, type ExportDomain } from './domain/export.js';
 import { foldersDomain, type FoldersDomain } from './domain/folders.js';
 import { identitiesDomain, type IdentitiesDomain } from './domain/identities.js';
@@ -42,6 +44,10 @@ export interface Services {
   crypto: Crypto;
   keyring: Keyring;
   bus: CacheBus;
+  /** Change events to this replica's SSE subscribers (server/routes/v1/events.ts). */
+  events: EventHub;
+  /** SSE caps and timers (config.events). */
+  eventStreams: Config['events'];
   caches: Caches;
   access: AccessControl;
   /** The write pipeline every change goes through. */
@@ -94,6 +100,8 @@ export const SHARED_CHECKS: ReadonlySet<string> = new Set(['database', 'redis'])
 
 /** How long the readiness probe waits for the database to answer `select`. */
 export const READINESS_DB_TIMEOUT_MS = 1_000;
+/** How often old change events are pruned (EVENTS_MAX_AGE_HOURS, EVENTS_MAX_PER_PROJECT). */
+export const EVENTS_PRUNE_MS = 60_000;
 
 export const CRYPTO_WORKER_LOST = 'a crypto worker stopped; exiting so the service restarts with its keys';
 
@@ -271,6 +279,13 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
     });
     bus.onReset(() => crypto.forgetRendered(''));
     const access = accessControl({ store, caches });
+    const events = eventHub({ events: store.events, bus, pollMs: config.events.pollMs, log: (f, m) => log.warn(f, m) });
+    cleanups.push(async () => events.close());
+    const prune = periodically(EVENTS_PRUNE_MS, async () => {
+      const deleted = await pruneEvents(db.sql, { maxAgeSeconds: config.events.maxAgeHours * 3600, maxPerProject: config.events.maxPerProject });
+      if (deleted > 0) log.info({ event: 'events-prune', deleted }, `change events: pruned ${deleted}`);
+    }, (err) => log.warn({ event: 'events-prune', err: describe(err) }, `change events: prune failed (${describe(err)}); retrying later`));
+    cleanups.push(prune.stop);
     const changes = writePipeline({
       store,
       bus,
@@ -348,6 +363,8 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       crypto,
       keyring,
       bus,
+      events,
+      eventStreams: config.events,
       caches,
       access,
       changes,

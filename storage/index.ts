@@ -2,6 +2,7 @@
 // one transaction.
 import type { Queryable, Sql, Tx } from './db.js';
 import { auditStore, type AuditKey } from './audit.js';
+import { eventsStore } from './events.js';
 import { foldersStore } from './folders.js';
 import { identitiesStore } from './identities.js';
 import { jwtAuthStore } from './jwtAuth.js';
@@ -25,6 +26,7 @@ function bind(sql: Queryable, opts: StoreOptions) {
     organizations: organizationsStore(sql),
     projects: projectsStore(sql),
     folders: foldersStore(sql),
+    events: eventsStore(sql),
     secrets: secretsStore(sql),
     secretImports: secretImportsStore(sql),
     secretTags: secretTagsStore(sql),

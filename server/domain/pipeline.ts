@@ -18,6 +18,7 @@ import type { Store, TxStores } from '../../storage/index.js';
 import type { ProjectRecord } from '../../storage/projects.js';
 import { auditActor, requireOrgAdmin, type AccessControl, type ProjectAccess, type Actor, type AuditActor, type Permission, type ProjectRef, type SystemActor } from './access.js';
 import type { Topic } from './caches.js';
+import { EVENTS_TOPIC, mayGiveEvents, writeEvents, type EventNotice } from './events.js';
 
 /** Where a change came from; recorded in its audit entries. */
 export interface Origin {
@@ -73,6 +74,8 @@ export interface PipelineDeps {
   bus: Pick<CacheBus, 'publish'>;
   access: Pick<AccessControl, 'authorize'>;
   onCommitted?: (c: CommittedChange) => void;
+  /** After the commit: the projects a change added events to (server/domain/events.ts), and their last ids (metrics). */
+  onEvents?: (notices: readonly EventNotice[]) => void;
 }
 
 export class UnauditedChangeError extends Error {
@@ -90,10 +93,13 @@ interface ChangeState {
   readonly pending: Map<string, [Topic, string]>;
   readonly events: string[];
   readonly auditAppendSeconds: number[];
+  /** The entries that may give change events (written with the change: see events.ts). */
+  readonly eventEntries: AuditEvent[];
+  notices: EventNotice[];
 }
 
 function changeState(actor: AuditActor, origin: Origin): ChangeState {
-  return { actor, who: actor, origin, pending: new Map(), events: [], auditAppendSeconds: [] };
+  return { actor, who: actor, origin, pending: new Map(), events: [], auditAppendSeconds: [], eventEntries: [], notices: [] };
 }
 
 /**
@@ -108,8 +114,12 @@ function changeFor(s: TxStores, st: ChangeState, append: (events: AuditEvent[]) 
     },
     async auditMany(entries) {
       if (entries.length === 0) return;
-      await append(entries.map((entry) => ({ ...entry, ...st.who, ip: st.origin.ip ?? null })));
-      for (const entry of entries) st.events.push(entry.eventType);
+      const stamped = entries.map((entry) => ({ ...entry, ...st.who, ip: st.origin.ip ?? null }));
+      await append(stamped);
+      for (const entry of stamped) {
+        st.events.push(entry.eventType);
+        if (mayGiveEvents(entry)) st.eventEntries.push(entry);
+      }
     },
     invalidate(topic, key) {
       st.pending.set(`${topic}\u0000${key}`, [topic, key]);
@@ -135,10 +145,14 @@ interface Queued {
 }
 
 export function writePipeline(deps: PipelineDeps) {
-  const { store, bus, access, onCommitted } = deps;
+  const { store, bus, access, onCommitted, onEvents } = deps;
 
   /** After the commit, in the order queued (see grant), then the change is reported. */
   async function published(st: ChangeState): Promise<void> {
+    // Announced without waiting for the other replicas: an announcement carries no event,
+    // and a replica that misses it catches up from the table (eventHub.ts).
+    for (const n of st.notices) void bus.publish(EVENTS_TOPIC, `${n.projectId}:${n.lastId}`);
+    if (st.notices.length > 0) onEvents?.(st.notices);
     const publishSeconds: number[] = [];
     for (const [topic, key] of st.pending.values()) {
       const started = performance.now();
@@ -165,6 +179,8 @@ export function writePipeline(deps: PipelineDeps) {
             }),
           );
           checkAudited(st);
+          // Last, so the project's event counter is locked only for the commit.
+          st.notices = await writeEvents(s, st.eventEntries);
           return out;
         });
         // After the commit: the change is durable before any replica is told to drop
@@ -239,6 +255,7 @@ export function writePipeline(deps: PipelineDeps) {
         const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
         // Alone, the error is the change's own answer; in a group, see runAlone.
         if (failed) throw group.length === 1 ? failed.reason : new ChangeFailed();
+        for (const q of group) q.st.notices = await writeEvents(s, q.st.eventEntries);
         const started = performance.now();
         await s.audit.appendMany(s.tx, entries.flat());
         const seconds = (performance.now() - started) / 1000;

@@ -6,7 +6,7 @@ import { randomFillSync } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { HttpRequest as UwsRequest, HttpResponse as UwsResponse, TemplatedApp, us_listen_socket, us_socket } from 'uWebSockets.js';
 import { AppError, RETRY_AFTER_SECONDS, toErrorBody } from '../errors.js';
-import type { Handler, HttpReply, HttpRequest, Method, RequestRecord, Router } from './types.js';
+import type { Handler, HttpReply, HttpRequest, ReplyStream, Method, RequestRecord, Router } from './types.js';
 import { uws } from './uws.js';
 
 export interface HttpLogger {
@@ -43,6 +43,8 @@ export interface HttpServerOptions {
    * Requests that may write read it at once, for their audit entries.
    */
   readAddressOnArrival?: boolean;
+  /** Most bytes queued behind one slow streaming client before its connection is closed (default 256 KiB). */
+  maxStreamBufferBytes?: number;
 }
 
 export interface HttpServer {
@@ -179,6 +181,8 @@ class Exchange {
   settle: () => void;
   /** The deadline timer, cleared on the answer. */
   timer: NodeJS.Timeout | undefined = undefined;
+  /** A streaming response's close, run when the client goes away. */
+  gone: (() => void) | undefined = undefined;
 
   constructor(res: UwsResponse, req: PlainRequest, settle: () => void, report: ((ex: Exchange, status: number) => void) | undefined) {
     this.res = res;
@@ -191,9 +195,10 @@ class Exchange {
       settle();
     };
     this.onAborted = () => {
-      if (!this.done && report !== undefined) report(this, 499);
+      if (!this.done && this.gone === undefined && report !== undefined) report(this, 499);
       this.done = true;
       this.settle();
+      this.gone?.();
     };
   }
 }
@@ -544,6 +549,103 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
     setImmediate(() => sendError(ex, err, true));
   }
 
+  const maxStreamBufferBytes = opts.maxStreamBufferBytes ?? 256 * 1024;
+  /** Every open streaming response, ended by close(). */
+  const streams = new Set<ReplyStream>();
+
+  /**
+   * Writes the head of a streaming response and hands the stream to `open`. uWS sends
+   * `Transfer-Encoding: chunked` on the first write; a write it could not send at once is
+   * kept by uWS, and what comes after it is queued here until onWritable, up to the bound.
+   */
+  function startStream(ex: Exchange, status: number, extra: [string, string][] | undefined, open: (s: ReplyStream) => void): void {
+    const res = ex.res;
+    let header = headPrefix(status, undefined, extra !== undefined && setsCacheControl(extra)) + ex.req.reqId;
+    if (extra !== undefined) for (let i = 0; i < extra.length; i++) header += `\r\n${extra[i]![0]}: ${extra[i]![1]}`;
+    ex.settle();
+    if (report !== undefined) report(ex, status);
+    const queue: string[] = [];
+    let queued = 0;
+    let blocked = false;
+    let closed = false;
+    const closers: Array<() => void> = [];
+    const finish = () => {
+      if (closed) return;
+      closed = true;
+      ex.done = true;
+      streams.delete(stream);
+      queue.length = 0;
+      queued = 0;
+      for (const c of closers.splice(0)) {
+        try {
+          c();
+        } catch (err) {
+          logger.error({ reqId: ex.req.reqId, err: errInfo(err) }, 'stream close handler failed');
+        }
+      }
+    };
+    ex.gone = finish;
+    const send = (chunk: string): boolean => {
+      let ok = false;
+      res.cork(() => {
+        ok = res.write(chunk);
+      });
+      return ok;
+    };
+    const stream: ReplyStream = {
+      write(chunk) {
+        if (closed || chunk.length === 0) return !closed;
+        if (blocked) {
+          queue.push(chunk);
+          queued += Buffer.byteLength(chunk);
+          if (queued > maxStreamBufferBytes) {
+            // Too slow a reader: never unbounded memory.
+            finish();
+            res.close();
+            return false;
+          }
+          return true;
+        }
+        if (!send(chunk)) blocked = true;
+        return true;
+      },
+      end() {
+        if (closed) return;
+        finish();
+        res.cork(() => res.end('', true));
+      },
+      get closed() {
+        return closed;
+      },
+      get buffered() {
+        return queued;
+      },
+      onClose(cb) {
+        if (closed) cb();
+        else closers.push(cb);
+      },
+    };
+    res.onWritable(() => {
+      if (closed) return true;
+      while (queue.length > 0) {
+        const chunk = queue.shift()!;
+        queued -= Buffer.byteLength(chunk);
+        if (!send(chunk)) return true;
+      }
+      blocked = false;
+      return true;
+    });
+    streams.add(stream);
+    // The head goes out with the stream's first chunk (the callback writes one at once).
+    res.cork(() => res.writeStatus(header));
+    try {
+      open(stream);
+    } catch (err) {
+      logger.error({ reqId: ex.req.reqId, err: errInfo(err) }, 'stream open failed');
+      stream.end();
+    }
+  }
+
   function sendReply(ex: Exchange, reply: HttpReply): void {
     if (ex.done) return;
     try {
@@ -552,6 +654,10 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
       if (!Number.isInteger(status) || status < 200 || status > 599) throw new Error(`Invalid reply status ${status}`);
       const raw = reply.raw === true;
       const extra = replyHeaders(reply.headers, raw);
+      if (reply.stream !== undefined) {
+        startStream(ex, status, extra, reply.stream);
+        return;
+      }
       const value = reply.body;
       let body: string | Buffer | undefined;
       let contentType: string | undefined;
@@ -823,6 +929,8 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
     },
     close(force = false): void {
       closed = true;
+      // Open streams end now (their clients reconnect elsewhere with Last-Event-ID).
+      for (const s of [...streams]) s.end();
       if (listenSocket !== undefined) {
         uws.us_listen_socket_close(listenSocket);
         listenSocket = undefined;

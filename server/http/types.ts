@@ -40,7 +40,30 @@ export interface RequestRecord {
   req: HttpRequest;
 }
 
+/**
+ * A response that stays open (server-sent events): the front writes the status and the
+ * headers, then hands this to the reply's `stream` callback. Chunks go out at once; a
+ * client that reads slower than they come has them queued up to the server's bound
+ * (HttpServerOptions.maxStreamBufferBytes), and past it the connection is closed.
+ */
+export interface ReplyStream {
+  /** Sends `chunk` (or queues it behind a slow client); false once the stream is closed (gone, ended, or over the bound). */
+  write(chunk: string): boolean;
+  /** Ends the response and closes its connection. Idempotent. */
+  end(): void;
+  readonly closed: boolean;
+  /** Bytes queued behind a slow client right now. */
+  readonly buffered: number;
+  /** Called once when the stream closes, for whatever reason (client gone, end(), over the bound, server closed). */
+  onClose(cb: () => void): void;
+}
+
 export interface HttpReply {
+  /**
+   * Keeps the response open: status and headers are written (no Content-Length; chunked),
+   * the request stops counting as in flight, and `stream` gets the open stream.
+   */
+  stream?: (s: ReplyStream) => void;
   status?: number;
   /** JSON-serialisable value, or a pre-serialised JSON string/Buffer. */
   body?: unknown;
