@@ -168,7 +168,46 @@ async function lockEmbedded(dataDir: string, lockPath: string): Promise<() => Pr
  * pool is touched whole at start; 8 MB cost ~8 MB of RSS, and the bench's 10k rows did
  * not read faster with it).
  */
-export const EMBEDDED_SETTINGS = ['-c', 'shared_buffers=2MB', '-c', 'max_connections=5'];
+export const EMBEDDED_SETTINGS = ['-c', 'shared_buffers=2MB', '-c', 'max_connections=5', ...durability()];
+
+/**
+ * Durability: PGlite's default start parameters carry `-F` (fsync off); these come after
+ * it and win, so a commit returns only once its WAL is forced to disk (fdatasync of the
+ * segment) and a checkpoint fsyncs the files it wrote. PGlite's file layer does nothing
+ * for fsync/fdatasync as shipped: patches/@electric-sql+pglite+*.patch makes it call the
+ * real ones on the host file (checked at start, assertSyncingFileLayer).
+ */
+function durability(): string[] {
+  return ['-c', 'fsync=on', '-c', 'wal_sync_method=fdatasync', '-c', 'synchronous_commit=on', '-c', 'full_page_writes=on'];
+}
+
+/** Refuses to run on a PGlite whose file layer would drop the syncs (the patch not applied). */
+function assertSyncingFileLayer(db: { Module: { FS: { filesystems: Record<string, { stream_ops?: Record<string, unknown> }> } } }): void {
+  if (typeof db.Module.FS.filesystems.NODEFS?.stream_ops?.fsync !== 'function') {
+    throw new Error(
+      "PGlite's file layer does not sync to disk (patches/@electric-sql+pglite is not applied: run `npx patch-package`); refusing to run the embedded database without durability",
+    );
+  }
+}
+
+/** fsync every file and folder under `dir` (and `dir` itself): for files written outside PostgreSQL (initdb's copy, a restore). */
+async function syncTree(dir: string): Promise<void> {
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) await syncTree(path);
+    else if (entry.isFile()) await syncPath(path);
+  }
+  await syncPath(dir);
+}
+
+async function syncPath(path: string): Promise<void> {
+  const handle = await open(path, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
 
 /**
  * initdb for a new embedded database, in a child process: PGlite runs initdb in a second
@@ -211,8 +250,14 @@ async function connectEmbedded(opts: ConnectOptions): Promise<Database> {
     await rm(join(sockDir, '.s.PGSQL.5432'), { force: true });
     // A first start runs initdb: in a thread of its own, whose memory (a second PGlite
     // instance and initdb's, ~450 MB) goes away with the thread.
-    if (!existsSync(join(dbDir, 'PG_VERSION'))) await initEmbedded(dbDir);
+    if (!existsSync(join(dbDir, 'PG_VERSION'))) {
+      await initEmbedded(dbDir);
+      // initdb's folder is copied in by PGlite, not written through PostgreSQL: synced here.
+      await syncTree(dbDir);
+      await syncPath(dataDir);
+    }
     db = await PGlite.create(dbDir, { startParams: [...PGlite.defaultStartParams, ...EMBEDDED_SETTINGS] });
+    assertSyncingFileLayer(db);
   } catch (err) {
     await db?.close().catch(() => {});
     await unlock();
@@ -286,7 +331,9 @@ export async function restoreEmbedded(dataDir: string, backup: Uint8Array): Prom
       try {
         if (parsed.kind === 'logical') await restoreLogical(work, parsed.manifest, parsed.data);
         else await restorePhysical(join(work, 'pglite'), parsed.gzipped);
+        await syncTree(join(work, 'pglite'));
         await rename(join(work, 'pglite'), dbDir);
+        await syncPath(root);
         done = true;
       } finally {
         await rm(work, { recursive: true, force: true });

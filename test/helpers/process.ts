@@ -26,11 +26,17 @@ export interface MainProcess {
   output(pattern: RegExp): Promise<RegExpExecArray>;
   stop(signal?: NodeJS.Signals): Promise<{ code: number | null; stdout: string; stderr: string }>;
   kill(signal?: NodeJS.Signals): void;
+  /** The spawned process's id (the wrapper's, when there is one). */
+  pid: number | undefined;
 }
 
-/** `nodeArgs` go before the entry (e.g. `--import` of a test fixture); `cwd` is the process's folder. */
-export function runMain(env: Record<string, string>, nodeArgs: string[] = [], cwd?: string): MainProcess {
-  const child = spawn(...nodeCommand([...nodeArgs, MAIN]), {
+/**
+ * `nodeArgs` go before the entry (e.g. `--import` of a test fixture); `cwd` is the process's
+ * folder; `wrapper` is a command that runs the service (e.g. strace), signals then go to it.
+ */
+export function runMain(env: Record<string, string>, nodeArgs: string[] = [], cwd?: string, wrapper: string[] = []): MainProcess {
+  const [command, args] = nodeCommand([...nodeArgs, MAIN]);
+  const child = spawn(wrapper[0] ?? command, wrapper.length > 0 ? [...wrapper.slice(1), command, ...args] : args, {
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', CRYPTO_THREADS: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     cwd,
@@ -72,5 +78,6 @@ export function runMain(env: Record<string, string>, nodeArgs: string[] = [], cw
       return exit;
     },
     kill: (signal = 'SIGTERM') => void child.kill(signal),
+    pid: child.pid,
   };
 }
