@@ -539,13 +539,25 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
       if (over) return;
       const idleFor = performance.now() - lastProgress;
       if (idleFor >= slowClientTimeoutMs) {
-        slowClientCloses++;
-        finish();
-        // onAborted follows (synchronously or not) and finds nothing left to do.
-        res.close();
+        // Timers run before the loop polls the sockets: after a stall of this process, a
+        // writable event may be waiting. Decide after the poll (setImmediate), so that the
+        // client is blamed only for its own lack of progress.
+        setImmediate(closeIfIdle);
         return;
       }
       timer = setTimeout(check, slowClientTimeoutMs - idleFor);
+    };
+    const closeIfIdle = () => {
+      if (over) return;
+      const idleFor = performance.now() - lastProgress;
+      if (idleFor < slowClientTimeoutMs) {
+        timer = setTimeout(check, slowClientTimeoutMs - idleFor);
+        return;
+      }
+      slowClientCloses++;
+      finish();
+      // onAborted follows (synchronously or not) and finds nothing left to do.
+      res.close();
     };
     timer = setTimeout(check, slowClientTimeoutMs);
     res.onAborted(finish);

@@ -11,7 +11,7 @@ const BIG = Buffer.alloc(8 * 1024 * 1024, 'abcdefghijklmnopqrstuvwxyz');
 const BIG_SHA = createHash('sha256').update(BIG).digest('hex');
 // A JSON body as a string (the usual reply): streamed as its UTF-8 bytes.
 const ITEMS = Array.from({ length: 20_000 }, (_, i) => ({ key: `KEY_${i}`, value: `välue-${i}-€` }));
-const TIMEOUT_MS = 300;
+const TIMEOUT_MS = 1000;
 const CAP = 10 * 1024 * 1024;
 
 async function start(t: Test): Promise<{ server: HttpServer; url: string; port: number }> {
