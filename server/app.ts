@@ -130,6 +130,8 @@ export async function startService(config: Config, log: Logger): Promise<Running
     const http = createHttpServer({
       maxBodyBytes: config.maxBodyBytes,
       deadlineMs: config.requestDeadlineMs,
+      slowClientTimeoutMs: config.slowClientTimeoutMs,
+      maxUnsentBytes: config.maxUnsentBytes,
       logger: { error: (obj: Record<string, unknown>, msg: string) => log.error(obj, msg) },
       onNotFound: loadStaticUi()?.handler,
       // The request log names the client after the answer: then read it on arrival.
@@ -141,6 +143,7 @@ export async function startService(config: Config, log: Logger): Promise<Running
         if (requestLines) log.info(requestLogFields(r, isTrustedProxy), 'request');
       },
     });
+    metrics.observeFront(http);
     const api = createApi(http.router, services.auth, { trustedProxies: config.trustedProxies });
     for (const register of ROUTE_MODULES) register(api, services);
     if (config.metricsPort !== undefined) {

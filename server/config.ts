@@ -79,6 +79,8 @@ const schema = z.object({
   METRICS_PORT: setting(integer(0, 65535).optional()),
   METRICS_HOST: setting(z.string().default('127.0.0.1')),
   REQUEST_DEADLINE_MS: setting(integer(100, 600_000).default(5000)),
+  SLOW_CLIENT_TIMEOUT_MS: setting(integer(100, 600_000).default(10_000)),
+  MAX_UNSENT_BYTES: setting(integer(0).default(64 * 1024 * 1024)),
   SHUTDOWN_GRACE_SECONDS: setting(integer(0, 3600).default(25)),
   TRUSTED_PROXIES: setting(
     z
@@ -173,6 +175,10 @@ export interface Config {
   metricsHost: string;
   /** A request not answered within this many ms gets a 503 (the work may still finish). */
   requestDeadlineMs: number;
+  /** A large reply whose client reads nothing for this many ms has its connection closed. */
+  slowClientTimeoutMs: number;
+  /** Cap on reply bytes held for slow clients, all connections together; over it: 503. */
+  maxUnsentBytes: number;
   /** On SIGTERM, how long in-flight requests may take to finish before connections are dropped. */
   shutdownGraceSeconds: number;
   /**
@@ -248,6 +254,8 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     metricsPort: e.METRICS_PORT,
     metricsHost: e.METRICS_HOST,
     requestDeadlineMs: e.REQUEST_DEADLINE_MS,
+    slowClientTimeoutMs: e.SLOW_CLIENT_TIMEOUT_MS,
+    maxUnsentBytes: e.MAX_UNSENT_BYTES,
     shutdownGraceSeconds: e.SHUTDOWN_GRACE_SECONDS,
     trustedProxies: e.TRUSTED_PROXIES,
     oidcJwksAllowedOrigins: e.OIDC_JWKS_ALLOWED_ORIGINS,

@@ -186,8 +186,36 @@ export function createMetrics() {
     },
   });
 
+  let front: { readonly unsentBytes: number; readonly slowClientCloses: number; readonly unsentRefusals: number } | undefined;
+  new Gauge({
+    name: 'vault_http_unsent_bytes',
+    help: 'Bytes of replies held for clients that have not read them yet (capped by MAX_UNSENT_BYTES).',
+    registers,
+    collect() {
+      if (front) this.set(front.unsentBytes);
+    },
+  });
+  const slowLast = { closes: 0, refusals: 0 };
+  new Counter({
+    name: 'vault_http_slow_clients_total',
+    help: 'Large replies cut short by slow clients: closed (no progress for SLOW_CLIENT_TIMEOUT_MS) or refused (503: MAX_UNSENT_BYTES reached).',
+    labelNames: ['outcome'] as const,
+    registers,
+    collect() {
+      if (!front) return;
+      this.inc({ outcome: 'closed' }, front.slowClientCloses - slowLast.closes);
+      this.inc({ outcome: 'refused' }, front.unsentRefusals - slowLast.refusals);
+      slowLast.closes = front.slowClientCloses;
+      slowLast.refusals = front.unsentRefusals;
+    },
+  });
+
   return {
     registry,
+    /** The HTTP front's slow-client accounting, read at scrape time. */
+    observeFront(h: NonNullable<typeof front>): void {
+      front = h;
+    },
     /** From the HTTP front, once per request. */
     request(r: RequestRecord): void {
       const route = r.route ?? UNMATCHED_ROUTE;

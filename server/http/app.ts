@@ -45,6 +45,18 @@ export interface HttpServerOptions {
   readAddressOnArrival?: boolean;
   /** Most bytes queued behind one slow streaming client before its connection is closed (default 256 KiB). */
   maxStreamBufferBytes?: number;
+  /**
+   * A reply larger than STREAM_MIN_BYTES that makes no progress (its client reads nothing)
+   * for this many ms has its connection closed. Default 10000; uWS's own idle timeout
+   * (10 s) closes such a connection too, so a larger value acts as 10 s.
+   */
+  slowClientTimeoutMs?: number;
+  /**
+   * Cap on the bytes of replies not yet taken by their clients' sockets, summed over every
+   * connection. A large reply that would go over it is answered 503 with Retry-After
+   * instead. Default 64 MiB.
+   */
+  maxUnsentBytes?: number;
 }
 
 export interface HttpServer {
@@ -64,9 +76,23 @@ export interface HttpServer {
   drain(timeoutMs: number, quietMs?: number): Promise<boolean>;
   /** Requests received and not yet answered (nor abandoned by their client). */
   readonly inFlight: number;
+  /** Bytes of replies held for clients that have not read them yet (all connections). */
+  readonly unsentBytes: number;
+  /** Connections closed because their reply made no progress for slowClientTimeoutMs. */
+  readonly slowClientCloses: number;
+  /** Large replies refused (503) because unsentBytes would have gone over maxUnsentBytes. */
+  readonly unsentRefusals: number;
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+/**
+ * Replies up to this size are handed to uWS whole (res.end), which buffers what the socket
+ * does not take: at most this much per connection. Larger ones are streamed with
+ * tryEnd/onWritable, so uWS buffers nothing of them and the unsent part is counted.
+ */
+export const STREAM_MIN_BYTES = 64 * 1024;
+export const DEFAULT_SLOW_CLIENT_TIMEOUT_MS = 10_000;
+export const DEFAULT_MAX_UNSENT_BYTES = 64 * 1024 * 1024;
 /** How long a drain waits with nothing in flight before it is done. */
 export const DRAIN_QUIET_MS = 250;
 /** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT: bind without SO_REUSEPORT. */
@@ -306,6 +332,8 @@ let wHeader = '';
 let wBody: string | Buffer | undefined;
 let wHead = false;
 let wClose = false;
+/** Set for a large reply: streams the body once the head is written (see streamReply). */
+let wStream: ((res: UwsResponse) => void) | undefined;
 
 /**
  * One native call writes the status line and every header: uWS's writeStatus(s) sends
@@ -320,6 +348,7 @@ function corkedWrite(): void {
   // endWithoutBody() only without arguments: (undefined, false) leaves the response open.
   if (wBody === undefined) res.endWithoutBody();
   else if (wHead) endHead(res, wBody, wClose);
+  else if (wStream !== undefined) wStream(res);
   else res.end(wBody, wClose);
 }
 
@@ -373,6 +402,16 @@ function replyHeaders(headers: Record<string, string> | undefined, raw: boolean)
 }
 
 const NO_BODY_STATUS = new Set([204, 304]);
+
+/** A body worth streaming, as bytes; undefined when it is small enough to hand over whole. */
+function largeBody(body: string | Buffer): Buffer | undefined {
+  if (typeof body === 'string') {
+    // At most 3 bytes per UTF-16 unit: short strings need no counting.
+    if (body.length * 3 <= STREAM_MIN_BYTES || Buffer.byteLength(body) <= STREAM_MIN_BYTES) return undefined;
+    return Buffer.from(body);
+  }
+  return body.length > STREAM_MIN_BYTES ? body : undefined;
+}
 
 // ---------------------------------------------------------------------------------------
 
@@ -454,6 +493,13 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
   }
 
   const deadlineMs = opts.deadlineMs;
+  const slowClientTimeoutMs = opts.slowClientTimeoutMs ?? DEFAULT_SLOW_CLIENT_TIMEOUT_MS;
+  const maxUnsentBytes = opts.maxUnsentBytes ?? DEFAULT_MAX_UNSENT_BYTES;
+  if (!Number.isSafeInteger(slowClientTimeoutMs) || slowClientTimeoutMs <= 0) throw new Error(`Invalid slowClientTimeoutMs: ${slowClientTimeoutMs}`);
+  if (!Number.isSafeInteger(maxUnsentBytes) || maxUnsentBytes < 0) throw new Error(`Invalid maxUnsentBytes: ${maxUnsentBytes}`);
+  let unsentBytes = 0;
+  let slowClientCloses = 0;
+  let unsentRefusals = 0;
   const readAddressOnArrival = opts.readAddressOnArrival ?? true;
   if (deadlineMs !== undefined && (!Number.isSafeInteger(deadlineMs) || deadlineMs <= 0)) throw new Error(`Invalid deadlineMs: ${deadlineMs}`);
 
@@ -472,6 +518,68 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
 
   // -- writing ---------------------------------------------------------------------------
 
+  /**
+   * Writes a large body with tryEnd (uWS writes what the socket takes and buffers none of
+   * the rest) and the rest on onWritable. The unsent remainder is counted in unsentBytes;
+   * a reply that makes no progress for slowClientTimeoutMs has its connection closed.
+   * Runs inside the cork that wrote the head.
+   */
+  function streamReply(res: UwsResponse, body: Buffer): void {
+    const total = body.length;
+    const [, finished] = res.tryEnd(body, total);
+    if (finished) return;
+    let sent = res.getWriteOffset();
+    unsentBytes += total - sent;
+    let lastProgress = performance.now();
+    let over = false;
+    let timer: NodeJS.Timeout | undefined;
+    const finish = () => {
+      if (over) return;
+      over = true;
+      unsentBytes -= total - sent;
+      if (timer !== undefined) clearTimeout(timer);
+    };
+    const check = () => {
+      timer = undefined;
+      if (over) return;
+      const idleFor = performance.now() - lastProgress;
+      if (idleFor >= slowClientTimeoutMs) {
+        // Timers run before the loop polls the sockets: after a stall of this process, a
+        // writable event may be waiting. Decide after the poll (setImmediate), so that the
+        // client is blamed only for its own lack of progress.
+        setImmediate(closeIfIdle);
+        return;
+      }
+      timer = setTimeout(check, slowClientTimeoutMs - idleFor);
+    };
+    const closeIfIdle = () => {
+      if (over) return;
+      const idleFor = performance.now() - lastProgress;
+      if (idleFor < slowClientTimeoutMs) {
+        timer = setTimeout(check, slowClientTimeoutMs - idleFor);
+        return;
+      }
+      slowClientCloses++;
+      finish();
+      // onAborted follows (synchronously or not) and finds nothing left to do.
+      res.close();
+    };
+    timer = setTimeout(check, slowClientTimeoutMs);
+    res.onAborted(finish);
+    res.onWritable((offset) => {
+      if (over) return true;
+      const [ok, done] = res.tryEnd(body.subarray(offset), total);
+      const now = done ? total : res.getWriteOffset();
+      if (now > sent) {
+        unsentBytes -= now - sent;
+        sent = now;
+        lastProgress = performance.now();
+      }
+      if (done) finish();
+      return ok;
+    });
+  }
+
   function write(
     ex: Exchange,
     status: number,
@@ -481,6 +589,15 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
     close: boolean,
   ): void {
     if (ex.done) return;
+    const large = body === undefined || ex.head ? undefined : largeBody(body);
+    if (large !== undefined && unsentBytes + large.length > maxUnsentBytes) {
+      // Refused rather than queued: the reply is already built, and waiting would hold it.
+      unsentRefusals++;
+      sendError(ex, new AppError('UNAVAILABLE', 'Too many replies are waiting for slow clients; retry shortly', {
+        headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },
+      }));
+      return;
+    }
     // Nothing may touch `res` after end().
     ex.done = true;
     ex.settle();
@@ -489,6 +606,12 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
     const draining = closed;
     let header = headPrefix(status, contentType, extra !== undefined && setsCacheControl(extra)) + ex.req.reqId;
     if (extra !== undefined) for (let i = 0; i < extra.length; i++) header += `\r\n${extra[i]![0]}: ${extra[i]![1]}`;
+    if (large !== undefined) {
+      // tryEnd cannot close the connection after the body: say so, and the client closes it.
+      if (close || draining) header += '\r\nConnection: close';
+      const bytes = large;
+      wStream = (res) => streamReply(res, bytes);
+    }
     wRes = ex.res;
     wHeader = header;
     wBody = body;
@@ -503,6 +626,7 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
       wRes = undefined;
       wHeader = '';
       wBody = undefined;
+      wStream = undefined;
     }
     if (report !== undefined) report(ex, status);
   }
@@ -898,6 +1022,15 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
         const listenExclusive = app.listen as unknown as (host: string, port: number, options: number, cb: typeof onListen) => void;
         listenExclusive.call(app, host ?? '0.0.0.0', port, LIBUS_LISTEN_EXCLUSIVE_PORT, onListen);
       });
+    },
+    get unsentBytes() {
+      return unsentBytes;
+    },
+    get slowClientCloses() {
+      return slowClientCloses;
+    },
+    get unsentRefusals() {
+      return unsentRefusals;
     },
     get inFlight() {
       return inFlight;
