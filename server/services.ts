@@ -117,6 +117,8 @@ export interface ServiceHooks {
 /** Access-token rows are kept this long after revocation or expiry (for inspection), then deleted. */
 const ACCESS_TOKEN_GRACE_SECONDS = 24 * 3600;
 const ACCESS_TOKEN_SWEEP_MS = 5 * 60_000;
+/** How often the end of temporary memberships is written into the audit trail (the end itself is enforced at use). */
+const MEMBERSHIP_EXPIRY_SWEEP_MS = 60_000;
 
 /** Runs `task` now and every `ms` after it finished; stop() waits for a run in progress. */
 function periodically(ms: number, task: () => Promise<void>, onError: (err: unknown) => void) {
@@ -355,6 +357,14 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
     }
     const secretImports = secretImportsDomain({ store, access, changes, caches });
     const tags = tagsDomain({ store, access, changes, caches });
+    const memberships = membershipsDomain({ store, access, changes });
+    // A temporary grant ends at its time at every use (access.ts); this sweep writes its
+    // end into the audit trail within a minute or so, once across replicas.
+    const expirySweep = periodically(MEMBERSHIP_EXPIRY_SWEEP_MS, async () => {
+      const recorded = await memberships.recordExpiries();
+      if (recorded > 0) log.info({ event: 'membership-expiry-sweep', recorded }, `memberships: recorded the end of ${recorded} temporary grant(s) in the audit trail`);
+    }, (err) => log.warn({ event: 'membership-expiry-sweep', err: describe(err) }, `memberships: expiry sweep failed (${describe(err)}); retrying later`));
+    cleanups.push(expirySweep.stop);
     return {
       lifecycle,
       readiness,
@@ -390,7 +400,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       // A TokenReview ends well within the request deadline (a hung API server is a 503, not a timeout).
       kubernetesAuth: kubernetesAuthDomain({ store, crypto, changes, machineAuth: machine, reviewTimeoutMs: Math.min(3000, Math.floor(config.requestDeadlineMs / 2)) }),
       tokenAuth: tokenAuthDomain({ store, changes, machineAuth: machine }),
-      memberships: membershipsDomain({ store, access, changes }),
+      memberships,
       roles: rolesDomain({ store, access, changes }),
       audit: auditDomain({ store, access }),
       close,

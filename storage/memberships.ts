@@ -18,6 +18,20 @@ export interface MemberRoleRecord {
   /** The custom role's permissions as stored (validated when written); null for a built-in role. */
   permissions: unknown;
   roleVersion: number | null;
+  /**
+   * A temporary grant's window in epoch milliseconds (null: permanent). Checked at every
+   * use (server/domain/access.ts), cached or not: a grant past its end gives nothing.
+   */
+  activeFrom?: number | null;
+  activeUntil?: number | null;
+}
+
+/** A temporary grant as Infisical describes it: relative mode, a range (e.g. "1h"), a start; its end is computed. */
+export interface TemporaryAccess {
+  mode: 'relative';
+  range: string;
+  startTime: Date;
+  endTime: Date;
 }
 
 export interface MembershipRow {
@@ -27,8 +41,20 @@ export interface MembershipRow {
   userId: string | null;
   role: MembershipRole;
   customRoleId: string | null;
+  temporaryMode: 'relative' | null;
+  temporaryRange: string | null;
+  temporaryAccessStartTime: Date | null;
+  temporaryAccessEndTime: Date | null;
   createdAt: Date;
   updatedAt: Date;
+}
+
+/** A temporary grant whose end the audit trail has not recorded yet. */
+export interface UnauditedExpiry {
+  id: string;
+  projectId: string;
+  identityId: string | null;
+  userId: string | null;
 }
 
 export type MemberKind = 'identity' | 'user';
@@ -46,7 +72,9 @@ export interface MembershipView extends MembershipRow {
 }
 
 /** A membership as roleOf reads it: with what verifies its MAC and its custom role's. */
-interface StoredRoleRecord extends MemberRoleRecord, MacFields {
+interface StoredRoleRecord extends Omit<MemberRoleRecord, 'activeFrom' | 'activeUntil'>, MacFields {
+  temporaryAccessStartTime: Date | null;
+  temporaryAccessEndTime: Date | null;
   projectId: string;
   identityId: string | null;
   userId: string | null;
@@ -69,7 +97,7 @@ export function membershipsStore(sql: Queryable, privilegeKey?: PrivilegeKey) {
   async function verifiedRole(where: postgres.Fragment): Promise<MemberRoleRecord | undefined> {
     if (!privilegeKey) throw new PrivilegeKeyError('read project_memberships');
     const [row] = await sql<StoredRoleRecord[]>`select m.project_id, m.identity_id, m.user_id, m.role, m.custom_role_id,
-        m.mac, m.mac_key_id, mk.wrapped as mac_key_wrapped,
+        m.temporary_access_start_time, m.temporary_access_end_time, m.mac, m.mac_key_id, mk.wrapped as mac_key_wrapped,
         r.slug as custom_role_slug, r.permissions, r.version as role_version, r.project_id as role_project_id,
         r.mac as role_mac, r.mac_key_id as role_mac_key_id, rk.wrapped as role_mac_key_wrapped
       from project_memberships m left join project_roles r on r.id = m.custom_role_id
@@ -89,7 +117,15 @@ export function membershipsStore(sql: Queryable, privilegeKey?: PrivilegeKey) {
     }
     if (!(await Promise.all(checks)).every(Boolean)) return undefined;
     const { role, customRoleId, customRoleSlug, permissions, roleVersion } = row;
-    return { role, customRoleId, customRoleSlug, permissions, roleVersion };
+    return {
+      role,
+      customRoleId,
+      customRoleSlug,
+      permissions,
+      roleVersion,
+      activeFrom: row.temporaryAccessStartTime?.getTime() ?? null,
+      activeUntil: row.temporaryAccessEndTime?.getTime() ?? null,
+    };
   }
 
   const column = (kind: MemberKind) => (kind === 'identity' ? sql`identity_id` : sql`user_id`);
@@ -117,16 +153,55 @@ export function membershipsStore(sql: Queryable, privilegeKey?: PrivilegeKey) {
     },
 
     /** Plain insert: a second membership of the same member is a unique violation (409). */
-    async insert(projectId: string, kind: MemberKind, memberId: string, role: MembershipRole, customRoleId: string | null = null): Promise<MembershipRow> {
-      const [row] = await sql<MembershipRow[]>`insert into project_memberships (id, project_id, ${column(kind)}, role, custom_role_id)
-        values (${randomUUID()}, ${projectId}, ${memberId}, ${role}, ${customRoleId}) returning *`;
+    /** Plain insert: a second membership of the same member is a unique violation (409). `temporary`: a grant that ends by itself. */
+    async insert(
+      projectId: string,
+      kind: MemberKind,
+      memberId: string,
+      role: MembershipRole,
+      customRoleId: string | null = null,
+      temporary: TemporaryAccess | null = null,
+    ): Promise<MembershipRow> {
+      const [row] = await sql<MembershipRow[]>`insert into project_memberships (id, project_id, ${column(kind)}, role, custom_role_id,
+          temporary_mode, temporary_range, temporary_access_start_time, temporary_access_end_time)
+        values (${randomUUID()}, ${projectId}, ${memberId}, ${role}, ${customRoleId},
+          ${temporary?.mode ?? null}, ${temporary?.range ?? null}, ${temporary?.startTime ?? null}, ${temporary?.endTime ?? null}) returning *`;
       return sealed(row!);
     },
 
-    async updateRole(projectId: string, kind: MemberKind, memberId: string, role: MembershipRole, customRoleId: string | null = null): Promise<MembershipRow | undefined> {
-      const [row] = await sql<MembershipRow[]>`update project_memberships set role = ${role}, custom_role_id = ${customRoleId}, updated_at = now()
+    /** The new role, permanent or (`temporary`) ending by itself; a new window starts its expiry's audit afresh. */
+    async updateRole(
+      projectId: string,
+      kind: MemberKind,
+      memberId: string,
+      role: MembershipRole,
+      customRoleId: string | null = null,
+      temporary: TemporaryAccess | null = null,
+    ): Promise<MembershipRow | undefined> {
+      const [row] = await sql<MembershipRow[]>`update project_memberships set role = ${role}, custom_role_id = ${customRoleId},
+          temporary_mode = ${temporary?.mode ?? null}, temporary_range = ${temporary?.range ?? null},
+          temporary_access_start_time = ${temporary?.startTime ?? null}, temporary_access_end_time = ${temporary?.endTime ?? null},
+          expiry_audited_at = null, updated_at = now()
         where project_id = ${projectId} and ${column(kind)} = ${memberId} returning *`;
       return sealed(row);
+    },
+
+    /** Temporary grants past their end whose end the audit trail has not recorded (oldest first, at most `limit`). */
+    async unauditedExpiries(limit: number): Promise<UnauditedExpiry[]> {
+      return sql<UnauditedExpiry[]>`select id, project_id, identity_id, user_id from project_memberships
+        where temporary_access_end_time is not null and expiry_audited_at is null and temporary_access_end_time <= now()
+        order by temporary_access_end_time, id limit ${limit}`;
+    },
+
+    /**
+     * Marks the grant's end as audited; answers the row only the first time (of every
+     * replica's sweeps, one records it). Not privilege: the column is outside the MAC.
+     */
+    async markExpiryAudited(id: string): Promise<MembershipRow | undefined> {
+      const [row] = await sql<MembershipRow[]>`update project_memberships set expiry_audited_at = now()
+        where id = ${id} and expiry_audited_at is null and temporary_access_end_time is not null and temporary_access_end_time <= now()
+        returning *`;
+      return row;
     },
 
     async delete(projectId: string, kind: MemberKind, memberId: string): Promise<MembershipRow | undefined> {
@@ -150,7 +225,8 @@ export function membershipsStore(sql: Queryable, privilegeKey?: PrivilegeKey) {
     async upsertIdentity(projectId: string, identityId: string, role: Role): Promise<MembershipRow> {
       const [row] = await sql<MembershipRow[]>`insert into project_memberships (id, project_id, identity_id, role)
         values (${randomUUID()}, ${projectId}, ${identityId}, ${role})
-        on conflict (project_id, identity_id) do update set role = excluded.role, custom_role_id = null, updated_at = now()
+        on conflict (project_id, identity_id) do update set role = excluded.role, custom_role_id = null,
+          temporary_mode = null, temporary_range = null, temporary_access_start_time = null, temporary_access_end_time = null, updated_at = now()
         returning *`;
       return sealed(row!);
     },
@@ -158,7 +234,8 @@ export function membershipsStore(sql: Queryable, privilegeKey?: PrivilegeKey) {
     async upsertUser(projectId: string, userId: string, role: Role): Promise<MembershipRow> {
       const [row] = await sql<MembershipRow[]>`insert into project_memberships (id, project_id, user_id, role)
         values (${randomUUID()}, ${projectId}, ${userId}, ${role})
-        on conflict (project_id, user_id) do update set role = excluded.role, custom_role_id = null, updated_at = now()
+        on conflict (project_id, user_id) do update set role = excluded.role, custom_role_id = null,
+          temporary_mode = null, temporary_range = null, temporary_access_start_time = null, temporary_access_end_time = null, updated_at = now()
         returning *`;
       return sealed(row!);
     },

@@ -42,9 +42,33 @@ const ROLE_LABEL = 'vault-standalone/privilege/role/v1';
 export const userMessage = (u: { id: string; passwordHash: string; isSuperadmin: boolean }) =>
   JSON.stringify([USER_LABEL, u.id, u.passwordHash, u.isSuperadmin]);
 
-/** What a membership's MAC covers: the project, the member and the role (a custom role by its id). */
-export const membershipMessage = (m: { projectId: string; identityId: string | null; userId: string | null; role: string; customRoleId: string | null }) =>
-  JSON.stringify([MEMBERSHIP_LABEL, m.projectId, m.identityId, m.userId, m.role, m.customRoleId]);
+const TEMPORARY_MEMBERSHIP_LABEL = 'vault-standalone/privilege/membership/v2-temporary';
+
+/** A membership's time window, as the row holds it (both null: permanent). */
+export interface MembershipWindow {
+  temporaryAccessStartTime?: Date | null;
+  temporaryAccessEndTime?: Date | null;
+}
+
+/**
+ * What a membership's MAC covers: the project, the member and the role (a custom role by
+ * its id); for a temporary grant, also when it starts and ends (so its end cannot be moved
+ * by a database writer). A permanent membership's message is the one it had before
+ * temporary access existed, so rows MACed then still verify.
+ */
+export const membershipMessage = (m: { projectId: string; identityId: string | null; userId: string | null; role: string; customRoleId: string | null } & MembershipWindow) =>
+  m.temporaryAccessEndTime == null && m.temporaryAccessStartTime == null
+    ? JSON.stringify([MEMBERSHIP_LABEL, m.projectId, m.identityId, m.userId, m.role, m.customRoleId])
+    : JSON.stringify([
+        TEMPORARY_MEMBERSHIP_LABEL,
+        m.projectId,
+        m.identityId,
+        m.userId,
+        m.role,
+        m.customRoleId,
+        m.temporaryAccessStartTime?.getTime() ?? null,
+        m.temporaryAccessEndTime?.getTime() ?? null,
+      ]);
 
 /**
  * What a custom role's MAC covers: its id, project, version and rules (as postgres.js
@@ -94,8 +118,9 @@ async function tableRows(sql: Queryable, table: PrivilegeTable): Promise<TableRo
       return rows.map((r) => ({ ...r, message: userMessage(r) }));
     }
     case 'project_memberships': {
-      const rows = await sql<Array<{ id: string; projectId: string; identityId: string | null; userId: string | null; role: string; customRoleId: string | null } & MacFields>>`select
-          m.id, m.project_id, m.identity_id, m.user_id, m.role, m.custom_role_id, m.mac, m.mac_key_id, k.wrapped as mac_key_wrapped
+      const rows = await sql<Array<{ id: string; projectId: string; identityId: string | null; userId: string | null; role: string; customRoleId: string | null } & MembershipWindow & MacFields>>`select
+          m.id, m.project_id, m.identity_id, m.user_id, m.role, m.custom_role_id, m.temporary_access_start_time, m.temporary_access_end_time,
+          m.mac, m.mac_key_id, k.wrapped as mac_key_wrapped
         from project_memberships m left join crypto_keys k on k.id = m.mac_key_id and k.purpose = 'system' order by m.id for update of m`;
       return rows.map((r) => ({ ...r, message: membershipMessage(r) }));
     }

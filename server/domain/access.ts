@@ -201,6 +201,11 @@ export function accessOf(m: MemberRoleRecord): ProjectAccess {
   return { role: m.customRoleSlug ?? 'custom', rules };
 }
 
+/** Is a (temporary) grant in force at `now` (epoch ms)? A permanent one always is. */
+export function withinWindow(m: Pick<MemberRoleRecord, 'activeFrom' | 'activeUntil'>, now: number): boolean {
+  return (m.activeFrom == null || now >= m.activeFrom) && (m.activeUntil == null || now < m.activeUntil);
+}
+
 /** The project-wide check of a membership: custom roles never administer the project. */
 function grants(m: MemberRoleRecord, a: ProjectAccess, p: Permission): boolean {
   if (m.role !== 'custom') return GRANTS[m.role].has(p);
@@ -271,6 +276,9 @@ export function accessControl(deps: { store: Pick<Store, 'projects' | 'membershi
 
   /** The membership's answer to `permission` in project `p` (403 unless it grants it). */
   function decide(p: ProjectRecord, m: MemberRoleRecord, permission: Permission): Authorized {
+    // A temporary grant outside its window gives nothing: checked at every use (the cached
+    // record carries the window), so it ends at once on every replica, audited or not yet.
+    if (!withinWindow(m, Date.now())) throw new AppError('FORBIDDEN', FORBIDDEN_MESSAGE);
     const access = accessOf(m);
     if (!grants(m, access, permission)) throw new AppError('FORBIDDEN', FORBIDDEN_MESSAGE);
     return { project: p, role: access.role, access };

@@ -3,15 +3,15 @@
 // its audit entry; after the commit the cached role is dropped on every replica, so the
 // member's very next request sees the new role.
 import type { Store } from '../../storage/index.js';
-import { ROLES, type MemberKind, type MembershipRole, type MembershipView, type Role } from '../../storage/memberships.js';
+import { ROLES, type MemberKind, type MembershipRole, type MembershipView, type Role, type TemporaryAccess } from '../../storage/memberships.js';
 import { AppError } from '../errors.js';
-import { isUuid, type AccessControl, type Actor, type ProjectRef, type SystemActor } from './access.js';
+import { isUuid, SYSTEM, type AccessControl, type Actor, type ProjectRef, type SystemActor } from './access.js';
 import { topics } from './caches.js';
 import { existingIdentity } from './identities.js';
 import type { Change, Origin, WritePipeline } from './pipeline.js';
 
 export interface MembershipsDeps {
-  store: { memberships: Pick<Store['memberships'], 'get' | 'list'> };
+  store: { memberships: Pick<Store['memberships'], 'get' | 'list' | 'unauditedExpiries'> };
   access: Pick<AccessControl, 'authorize'>;
   changes: Pick<WritePipeline, 'inProject'>;
 }
@@ -26,6 +26,45 @@ export const MEMBERSHIP_EVENTS = {
   identity: { add: 'add-identity-to-project', update: 'update-identity-project-membership', remove: 'remove-identity-from-project' },
   user: { add: 'add-workspace-member', update: 'update-user-workspace-role', remove: 'remove-workspace-member' },
 } as const;
+
+/** The audit event of a temporary grant's end (recorded by the sweep, after the end took effect). */
+export const MEMBERSHIP_EXPIRED_EVENT = 'membership-temporary-access-expired';
+
+/** A temporary grant as asked for (Infisical's temporaryMode / temporaryRange / temporaryAccessStartTime). */
+export interface TemporaryGrant {
+  mode: 'relative';
+  range: string;
+  startTime: Date;
+}
+
+const UNIT_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 7 * 86_400_000, y: 365.25 * 86_400_000 };
+const MAX_RANGE_MS = 10 * UNIT_MS.y!;
+
+/**
+ * A temporaryRange's length in milliseconds: a whole number and a unit, as Infisical's
+ * clients send it ("30m", "1h", "7d"); from one second to ten years. Anything else is a 422.
+ */
+export function rangeMs(range: string): number {
+  const m = /^(\d{1,9})(s|m|h|d|w|y)$/.exec(range);
+  const ms = m ? Number(m[1]) * UNIT_MS[m[2]!]! : NaN;
+  if (!(ms >= 1_000 && ms <= MAX_RANGE_MS)) {
+    throw new AppError('VALIDATION', 'temporaryRange must be a whole number and a unit (s, m, h, d, w, y), e.g. "1h" or "7d", from 1s to 10y');
+  }
+  return ms;
+}
+
+/** The stored window of a grant: its end is its start plus its range. */
+function windowOf(t: TemporaryGrant | undefined): TemporaryAccess | null {
+  if (!t) return null;
+  if (Number.isNaN(t.startTime.getTime())) throw new AppError('VALIDATION', 'temporaryAccessStartTime must be an ISO 8601 date and time');
+  return { mode: t.mode, range: t.range, startTime: t.startTime, endTime: new Date(t.startTime.getTime() + rangeMs(t.range)) };
+}
+
+/** What the audit trail says of a grant's window (nothing for a permanent one). */
+const windowMetadata = (w: TemporaryAccess | null): Record<string, string | boolean> =>
+  w
+    ? { isTemporary: true, temporaryMode: w.mode, temporaryRange: w.range, temporaryAccessStartTime: w.startTime.toISOString(), temporaryAccessEndTime: w.endTime.toISOString() }
+    : { isTemporary: false };
 
 const noun = (kind: MemberKind) => (kind === 'identity' ? 'Identity' : 'User');
 
@@ -83,9 +122,10 @@ export function membershipsDomain(deps: MembershipsDeps) {
   }
 
   return {
-    async add(actor: Actor | SystemActor, input: { project: ProjectRef; member: MemberRef; role: string }, origin?: Origin): Promise<MembershipView> {
+    async add(actor: Actor | SystemActor, input: { project: ProjectRef; member: MemberRef; role: string; temporary?: TemporaryGrant }, origin?: Origin): Promise<MembershipView> {
       checkRole(input.role);
       const role = input.role;
+      const window = windowOf(input.temporary);
       const { grant, project, member, id } = await memberChange(actor, input, origin);
       return grant.run(async (c) => {
         const { s, audit } = c;
@@ -95,8 +135,8 @@ export function membershipsDomain(deps: MembershipsDeps) {
         if (await s.memberships.get(project.id, member.kind, id)) {
           throw new AppError('BAD_REQUEST', `${noun(member.kind)} with ID '${id}' already exists in project with ID '${project.id}'`);
         }
-        await s.memberships.insert(project.id, member.kind, id, resolved.role, resolved.customRoleId);
-        await audit({ eventType: MEMBERSHIP_EVENTS[member.kind].add, projectId: project.id, metadata: { [`${member.kind}Id`]: id, role } });
+        await s.memberships.insert(project.id, member.kind, id, resolved.role, resolved.customRoleId, window);
+        await audit({ eventType: MEMBERSHIP_EVENTS[member.kind].add, projectId: project.id, metadata: { [`${member.kind}Id`]: id, role, ...windowMetadata(window) } });
         // A "not a member" answer may be cached for it.
         invalidateRole(c, project.id, member, id);
         return loadView(s, project.id, member, id);
@@ -130,18 +170,19 @@ export function membershipsDomain(deps: MembershipsDeps) {
       return store.memberships.list(project.id, input.kind);
     },
 
-    async setRole(actor: Actor | SystemActor, input: { project: ProjectRef; member: MemberRef; role: string }, origin?: Origin): Promise<MembershipView> {
+    async setRole(actor: Actor | SystemActor, input: { project: ProjectRef; member: MemberRef; role: string; temporary?: TemporaryGrant }, origin?: Origin): Promise<MembershipView> {
       checkRole(input.role);
       const role = input.role;
+      const window = windowOf(input.temporary);
       const { grant, project, member, id } = await memberChange(actor, input, origin);
       return grant.run(async (c) => {
         const before = await loadView(c.s, project.id, member, id);
         const resolved = await resolveRole(c.s, project.id, role);
-        await c.s.memberships.updateRole(project.id, member.kind, id, resolved.role, resolved.customRoleId);
+        await c.s.memberships.updateRole(project.id, member.kind, id, resolved.role, resolved.customRoleId, window);
         await c.audit({
           eventType: MEMBERSHIP_EVENTS[member.kind].update,
           projectId: project.id,
-          metadata: { [`${member.kind}Id`]: id, role, previousRole: roleName(before) },
+          metadata: { [`${member.kind}Id`]: id, role, previousRole: roleName(before), ...windowMetadata(window) },
         });
         invalidateRole(c, project.id, member, id);
         return loadView(c.s, project.id, member, id);
@@ -157,6 +198,39 @@ export function membershipsDomain(deps: MembershipsDeps) {
         invalidateRole(c, project.id, member, id);
         return before;
       });
+    },
+
+    /**
+     * Records in the audit trail the end of temporary grants past their end (at most
+     * `limit`; answers how many). The end itself took effect at its time, at every use
+     * (access.ts decide): this only writes it down, once across replicas (the row is
+     * marked in the same transaction as its entry), and drops cached roles for tidiness.
+     */
+    async recordExpiries(limit = 100): Promise<number> {
+      let recorded = 0;
+      for (const e of await store.memberships.unauditedExpiries(limit)) {
+        const member: MemberRef = e.identityId ? { kind: 'identity', id: e.identityId } : { kind: 'user', id: e.userId ?? '' };
+        const grant = await changes.inProject(SYSTEM, { id: e.projectId }, 'project:admin');
+        const done = await grant.run(async (c) => {
+          const row = await c.s.memberships.markExpiryAudited(e.id);
+          if (!row) return false;
+          await c.audit({
+            eventType: MEMBERSHIP_EXPIRED_EVENT,
+            projectId: e.projectId,
+            metadata: {
+              [`${member.kind}Id`]: member.id,
+              role: row.role,
+              temporaryRange: row.temporaryRange,
+              temporaryAccessStartTime: row.temporaryAccessStartTime?.toISOString() ?? null,
+              temporaryAccessEndTime: row.temporaryAccessEndTime?.toISOString() ?? null,
+            },
+          });
+          invalidateRole(c, e.projectId, member, member.id);
+          return true;
+        });
+        if (done) recorded++;
+      }
+      return recorded;
     },
   };
 }

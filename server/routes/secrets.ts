@@ -2,7 +2,7 @@
 // workspaceSlug / workspaceId (reads) or projectSlug / workspaceId (writes), v4 by
 // projectId (the newer CLI). v3/secrets.ts and v4/secrets.ts choose the paths.
 import { z } from 'zod';
-import type { ProjectRef } from '../domain/access.js';
+import type { Actor, ProjectRef } from '../domain/access.js';
 import type { Origin } from '../domain/pipeline.js';
 import { AnswerDeps, noneMatch } from '../domain/answerTags.js';
 import { MAX_BATCH, type SecretView } from '../domain/secrets.js';
@@ -68,6 +68,8 @@ const writeScope = {
   secretPath: z.string({ error: 'secretPath must be a string' }).max(1024).optional(),
   // Personal overrides do not exist here; saying "shared" is fine, anything else is refused.
   type: z.literal('shared', { error: 'type must be "shared": personal secrets are not supported' }).optional(),
+  /** The name again (the CLI's and Terraform's bodies repeat it): must be the path's (checked by the handler). */
+  secretName: z.string({ error: 'secretName must be a string' }).max(255).optional(),
   /** The explicit override for keys marked as never changing (e.g. IDP_SECRET_KEY). */
   overrideImmutable: boolish.optional(),
 };
@@ -80,18 +82,43 @@ const writeScope = {
 const emptyList = (name: string, what: string) =>
   z.array(z.unknown(), { error: `${name} must be a list` }).max(0, `${what} are not supported: send an empty list or leave ${name} out`).optional();
 const unsupportedLists = {
-  /** The project tags the secret carries (ids; on a change, the whole new set). */
-  tagIds: z.array(z.string({ error: 'tagIds must hold tag ids' }).max(64), { error: 'tagIds must be a list' }).max(50, 'tagIds may name at most 50 tags').optional(),
-  secretMetadata: emptyList('secretMetadata', 'secret metadata'),
+  /** The project tags the secret carries (ids; on a change, the whole new set). `null` (Terraform's unset tagIds) means absent. */
+  tagIds: z
+    .array(z.string({ error: 'tagIds must hold tag ids' }).max(64), { error: 'tagIds must be a list' })
+    .max(50, 'tagIds may name at most 50 tags')
+    .nullable()
+    .optional()
+    .transform((v) => v ?? undefined),
+  secretMetadata: emptyList('secretMetadata', 'secret metadata').nullable().transform((v) => v ?? undefined),
+};
+
+/**
+ * Secret reminders (Infisical's secretReminderNote / secretReminderRepeatDays /
+ * secretReminderRecipients) are not kept here. Terraform sends them empty on every
+ * write (`""`, `0`): empty or null says "no reminder" and is accepted; a reminder asked
+ * for is refused, never dropped.
+ */
+const NO_REMINDERS = 'secret reminders are not supported';
+const reminders = {
+  secretReminderNote: z
+    .union([z.literal(''), z.null()], { error: `secretReminderNote: ${NO_REMINDERS}: send "" or leave it out` })
+    .optional(),
+  secretReminderRepeatDays: z
+    .union([z.literal(0), z.null()], { error: `secretReminderRepeatDays: ${NO_REMINDERS}: send 0 or leave it out` })
+    .optional(),
+  secretReminderRecipients: emptyList('secretReminderRecipients', 'secret reminders').nullable(),
 };
 
 // A create has no protected key to override: `overrideImmutable` is a field of changes
 // and deletions only (refused here, as any field that would do nothing).
-const { overrideImmutable: _override, ...createScope } = writeScope;
+const { overrideImmutable: _override, secretName: _name, ...createScope } = writeScope;
 
 const createBody = z.object({
   ...createScope,
   ...unsupportedLists,
+  ...reminders,
+  /** Terraform's spelling of the name: must be the path's (checked by the handler). */
+  secretKey: z.string({ error: 'secretKey must be a string' }).max(255).optional(),
   secretValue: value('secretValue'),
   secretComment: comment.optional(),
   skipMultilineEncoding: z.boolean({ error: 'skipMultilineEncoding must be a boolean' }).optional(),
@@ -99,12 +126,19 @@ const createBody = z.object({
 const updateBody = z.object({
   ...writeScope,
   ...unsupportedLists,
+  ...reminders,
   secretValue: value('secretValue').optional(),
   secretComment: comment.optional(),
   newSecretName: z.string({ error: 'newSecretName must be a string' }).max(255).optional(),
   skipMultilineEncoding: z.boolean({ error: 'skipMultilineEncoding must be a boolean' }).optional(),
 });
-const deleteInput = z.object(writeScope);
+const deleteInput = z.object({
+  ...writeScope,
+  // The CLI's `secrets delete` says type "personal" unless told otherwise (Infisical/cli
+  // packages/cmd/secrets.go): it asks to delete the caller's personal override, which
+  // never exists here (answered as Infisical answers a missing one, by the handler).
+  type: z.enum(['shared', 'personal'], { error: 'type must be "shared" or "personal"' }).optional(),
+});
 const batchBody = z.object({
   ...createScope,
   secrets: z
@@ -184,11 +218,28 @@ export function registerSecretRoutes<L extends string, O extends string, B exten
 ) {
   const where = (b: WriteScope & { environment: string; secretPath?: string }) => ({ project: project.write(b), environment: b.environment, secretPath: b.secretPath });
   /** The secret a write names: where (body) and which (path), and the request's origin. */
-  const named = (b: WriteScope & { environment: string; secretPath?: string }, params: unknown, origin: Origin) => ({
-    ...where(b),
-    key: secretName(params as { secretName: string }),
-    origin,
-  });
+  const named = (b: WriteScope & { environment: string; secretPath?: string; secretName?: string; secretKey?: string }, params: unknown, origin: Origin) => {
+    const key = secretName(params as { secretName: string });
+    // The name repeated in the body names the same secret, or the request is ambiguous.
+    for (const field of ['secretName', 'secretKey'] as const) {
+      if (b[field] !== undefined && b[field] !== key) throw new AppError('VALIDATION', `${field} must be the secret name in the path`);
+    }
+    return { ...where(b), key, origin };
+  };
+
+  /**
+   * A deletion of the caller's personal override (the CLI's default type). None exists
+   * here, so the answer is Infisical's for a missing one (secret-v2-bridge-service.ts
+   * deleteSecret): a machine identity has none by definition (400 "Must be user to
+   * delete personal secret"), a person's is not found (404 "Secret not found"). Asked
+   * only of a caller who may delete in the project, so it tells no one else anything.
+   */
+  async function noPersonalSecret(actor: Actor, target: { project: ProjectRef; environment: string }): Promise<never> {
+    const { project: p } = await svc.access.authorize(actor, target.project, 'secrets:write');
+    svc.access.environment(p, target.environment);
+    if (actor.kind === 'identity') throw new AppError('BAD_REQUEST', 'Must be user to delete personal secret');
+    throw new AppError('NOT_FOUND', 'Secret not found');
+  }
 
   // A list's arguments, made once per parsed query: a cached query (cacheQuery, frozen) is
   // the same object on every request with the same text. Made per request, these objects
@@ -295,7 +346,9 @@ export function registerSecretRoutes<L extends string, O extends string, B exten
     paths.one,
     { caller: 'any', summary: 'Delete a secret and its versions', body: deleteInput, bodyFrom: 'body+query', response: oneSecret },
     async ({ actor, params, body: b, origin }) => {
-      const secret = await svc.secrets.remove(actor, { ...named(b, params, origin), allowImmutableChange: b.overrideImmutable });
+      const target = named(b, params, origin);
+      if (b.type === 'personal') await noPersonalSecret(actor, target);
+      const secret = await svc.secrets.remove(actor, { ...target, allowImmutableChange: b.overrideImmutable });
       return { body: { secret: secretRaw(secret) } };
     },
   );

@@ -22,6 +22,9 @@ const identitySchema = z.object({
   updatedAt: isoString,
 });
 const oneIdentity = z.object({ identity: identitySchema });
+const oneOrgIdentity = z.object({
+  identity: identitySchema.extend({ identityId: z.string(), identity: identitySchema, role: z.literal('no-access'), customRole: z.null() }),
+});
 const identityList = z.object({
   identities: z.array(z.object({ id: z.string(), identityId: z.string(), orgId: z.string(), createdAt: isoString, updatedAt: isoString, identity: identitySchema })),
   totalCount: z.number().int(),
@@ -72,10 +75,18 @@ export function registerIdentityRoutes(api: Api, svc: Services) {
     },
   );
 
+  // Infisical answers the identity's organization membership here, wrapping the identity
+  // (Terraform reads {identity: {identity, role, orgId, customRole}}: terraform-provider-infisical
+  // internal/client/model.go GetIdentityResponse / OrgIdentity); the identity's own fields
+  // stay at the top as well, for the clients of today. No organization roles exist here: an
+  // identity's access is its project memberships alone, so its organization role is 'no-access'.
   api.get(
     '/api/v1/identities/:identityId',
-    { caller: 'any', summary: 'One machine identity (superadmin)', response: oneIdentity },
-    async ({ actor, params }) => ({ body: { identity: identityJson(await ids.get(actor, params.identityId)) } }),
+    { caller: 'any', summary: 'One machine identity (superadmin)', response: oneOrgIdentity },
+    async ({ actor, params }) => {
+      const json = identityJson(await ids.get(actor, params.identityId));
+      return { body: { identity: { ...json, identityId: json.id, identity: json, role: 'no-access', customRole: null } } };
+    },
   );
 
   api.delete(

@@ -1,6 +1,7 @@
 // Project tags at Infisical's paths (both of them: /api/v1/workspace/:projectId/tags, where
 // older clients call, and /api/v1/projects/:projectId/tags): list, one by id or slug,
-// create {slug, color}, change, delete. Secrets carry them through tagIds on their writes.
+// create {slug, color}, change, delete; on the /workspace paths the answers also carry
+// Infisical's keys there (workspaceTag, workspaceTags). Secrets carry them through tagIds on their writes.
 import { z } from 'zod';
 import type { TagRow } from '../../../storage/secretTags.js';
 import { AppError } from '../../errors.js';
@@ -17,7 +18,6 @@ const tagSchema = z.object({
   createdAt: isoString,
   updatedAt: isoString,
 });
-const oneTag = z.object({ tag: tagSchema });
 
 const shape = (t: TagRow): z.infer<typeof tagSchema> => ({
   id: t.id,
@@ -31,37 +31,65 @@ const shape = (t: TagRow): z.infer<typeof tagSchema> => ({
 
 const slug = z.string({ error: 'slug must be a string' }).max(64, 'slug must be at most 64 characters');
 const color = z.string({ error: 'color must be a string' }).max(32, 'color must be at most 32 characters').nullable();
-const createBody = z.object({ slug, color: color.optional() });
-const updateBody = z.object({ slug: slug.optional(), color: color.optional() });
+/**
+ * What Terraform's infisical_project_tag adds (terraform-provider-infisical
+ * internal/client/model.go CreateProjectTagRequest / UpdateProjectTagRequest): the
+ * project's id and the tag's id again (must be the path's), and a `name`. A tag here is
+ * named by its slug alone (answers say name = slug), so a name equal to the slug asks for
+ * nothing and is accepted; another name would be dropped, and is refused.
+ */
+const sameAsPath = {
+  projectId: z.string({ error: 'projectId must be a string' }).max(64).optional(),
+  name: z.string({ error: 'name must be a string' }).max(64).optional(),
+};
+const createBody = z.object({ slug, color: color.optional(), ...sameAsPath });
+const updateBody = z.object({ slug: slug.optional(), color: color.optional(), ...sameAsPath, tagId: z.string({ error: 'tagId must be a string' }).max(64).optional() });
+
+/** The fields that repeat the path, and the name: each must agree, or the request is a 422 naming it. */
+function checkRepeats(body: { projectId?: string; tagId?: string; name?: string; slug?: string }, params: { projectId: string; tagId?: string }): void {
+  if (body.projectId !== undefined && body.projectId.toLowerCase() !== params.projectId.toLowerCase()) {
+    throw new AppError('VALIDATION', 'projectId must be the project id in the path');
+  }
+  if (body.tagId !== undefined && body.tagId.toLowerCase() !== (params.tagId ?? '').toLowerCase()) throw new AppError('VALIDATION', 'tagId must be the tag id in the path');
+  if (body.name !== undefined && body.name !== body.slug) {
+    throw new AppError('VALIDATION', 'name must equal slug: a tag here is named by its slug (tag names apart from slugs are not supported)');
+  }
+}
 const project = z.object({ projectId: z.string().max(64) });
 const oneParams = project.extend({ tagId: z.string().max(64) });
 const slugParams = project.extend({ tagSlug: z.string().max(64) });
 
 export function registerTagRoutes(api: Api, svc: Services) {
   for (const base of ['/api/v1/workspace/:projectId/tags', '/api/v1/projects/:projectId/tags'] as const) {
-    api.get(base, { caller: 'any', summary: 'The project\'s tags', params: project, response: z.object({ tags: z.array(tagSchema) }) }, async ({ actor, params }) => ({
-      body: { tags: (await svc.tags.list(actor, { id: params.projectId })).map(shape) },
-    }));
-
-    api.get(`${base}/slug/:tagSlug`, { caller: 'any', summary: 'One tag by slug', params: slugParams, response: oneTag }, async ({ actor, params }) => ({
-      body: { tag: shape(await svc.tags.get(actor, { id: params.projectId }, { slug: params.tagSlug })) },
-    }));
-
-    api.get(`${base}/:tagId`, { caller: 'any', summary: 'One tag by id', params: oneParams, response: oneTag }, async ({ actor, params }) => ({
-      body: { tag: shape(await svc.tags.get(actor, { id: params.projectId }, { id: params.tagId })) },
-    }));
-
-    api.post(base, { caller: 'any', summary: 'Create a tag {slug, color}', params: project, body: createBody, response: oneTag }, async ({ actor, params, body, origin }) => ({
-      body: { tag: shape(await svc.tags.create(actor, { project: { id: params.projectId }, slug: body.slug, color: body.color, origin })) },
-    }));
-
-    api.patch(`${base}/:tagId`, { caller: 'any', summary: 'Change a tag\'s slug or colour', params: oneParams, body: updateBody, response: oneTag }, async ({ actor, params, body, origin }) => {
-      if (body.slug === undefined && body.color === undefined) throw new AppError('VALIDATION', 'Give slug or color to change');
-      return { body: { tag: shape(await svc.tags.update(actor, { project: { id: params.projectId }, id: params.tagId, slug: body.slug, color: body.color, origin })) } };
+    // Infisical's /api/v1/workspace/... tag routes answer {workspaceTag} / {workspaceTags}
+    // (what Terraform parses); `tag` / `tags` stay beside them for the clients of today.
+    const legacy = base.startsWith('/api/v1/workspace/');
+    const oneTag = legacy ? z.object({ tag: tagSchema, workspaceTag: tagSchema }) : z.object({ tag: tagSchema });
+    const tagList = legacy ? z.object({ tags: z.array(tagSchema), workspaceTags: z.array(tagSchema) }) : z.object({ tags: z.array(tagSchema) });
+    const one = (t: TagRow) => {
+      const json = shape(t);
+      return { body: legacy ? { tag: json, workspaceTag: json } : { tag: json } };
+    };
+    api.get(base, { caller: 'any', summary: 'The project\'s tags', params: project, response: tagList }, async ({ actor, params }) => {
+      const tags = (await svc.tags.list(actor, { id: params.projectId })).map(shape);
+      return { body: legacy ? { tags, workspaceTags: tags } : { tags } };
     });
 
-    api.delete(`${base}/:tagId`, { caller: 'any', summary: 'Delete a tag (secrets no longer carry it)', params: oneParams, response: oneTag }, async ({ actor, params, origin }) => ({
-      body: { tag: shape(await svc.tags.remove(actor, { project: { id: params.projectId }, id: params.tagId, origin })) },
-    }));
+    api.get(`${base}/slug/:tagSlug`, { caller: 'any', summary: 'One tag by slug', params: slugParams, response: oneTag }, async ({ actor, params }) => one(await svc.tags.get(actor, { id: params.projectId }, { slug: params.tagSlug })));
+
+    api.get(`${base}/:tagId`, { caller: 'any', summary: 'One tag by id', params: oneParams, response: oneTag }, async ({ actor, params }) => one(await svc.tags.get(actor, { id: params.projectId }, { id: params.tagId })));
+
+    api.post(base, { caller: 'any', summary: 'Create a tag {slug, color}', params: project, body: createBody, response: oneTag }, async ({ actor, params, body, origin }) => {
+      checkRepeats(body, params);
+      return one(await svc.tags.create(actor, { project: { id: params.projectId }, slug: body.slug, color: body.color, origin }));
+    });
+
+    api.patch(`${base}/:tagId`, { caller: 'any', summary: 'Change a tag\'s slug or colour', params: oneParams, body: updateBody, response: oneTag }, async ({ actor, params, body, origin }) => {
+      checkRepeats(body, params);
+      if (body.slug === undefined && body.color === undefined) throw new AppError('VALIDATION', 'Give slug or color to change');
+      return one(await svc.tags.update(actor, { project: { id: params.projectId }, id: params.tagId, slug: body.slug, color: body.color, origin }));
+    });
+
+    api.delete(`${base}/:tagId`, { caller: 'any', summary: 'Delete a tag (secrets no longer carry it)', params: oneParams, response: oneTag }, async ({ actor, params, origin }) => one(await svc.tags.remove(actor, { project: { id: params.projectId }, id: params.tagId, origin })));
   }
 }

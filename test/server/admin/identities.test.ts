@@ -32,7 +32,10 @@ for (const backend of BACKENDS) {
 
       const got = await api(svc, 'GET', `/api/v1/identities/${identity.id}`, as);
       t.equal(got.status, 200);
-      t.same(got.body.identity, identity);
+      t.match(got.body.identity, identity, 'the identity\'s fields, as today');
+      // Terraform's read (terraform-provider-infisical model.go OrgIdentity): the organization membership wrapping the identity.
+      t.same(got.body.identity.identity, identity, 'identity.identity: the identity');
+      t.match(got.body.identity, { identityId: identity.id, orgId: identity.orgId, role: 'no-access', customRole: null });
       const upper = await api(svc, 'GET', `/api/v1/identities/${identity.id.toUpperCase()}`, as);
       t.equal(upper.body.identity?.id, identity.id, 'ids are case-insensitive');
 

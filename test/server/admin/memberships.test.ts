@@ -62,7 +62,7 @@ t.test('project memberships (postgres+redis, two replicas)', async (t) => {
       from audit_log where metadata->>'identityId' = ${x.identityId} and project_id is not null order by id`;
     t.same(events.map((e) => e.eventType), ['add-identity-to-project', 'update-identity-project-membership', 'remove-identity-from-project']);
     t.ok(events.every((e) => e.projectId === P));
-    t.same(events[1]!.metadata, { identityId: x.identityId, role: 'no-access', previousRole: 'viewer' });
+    t.same(events[1]!.metadata, { identityId: x.identityId, role: 'no-access', previousRole: 'viewer', isTemporary: false });
   });
 
   t.test('user memberships: the superadmin, and a person who becomes project admin', async (t) => {

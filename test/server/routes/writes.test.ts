@@ -546,6 +546,44 @@ t.test('every state-changing route goes through the write pipeline', async (t) =
       observe: (r, c) => values(r, c.slug!),
       changed: becomes({ GONE: 'with the environment' }, 404),
     },
+    ...((): Case[] => {
+      // Terraform's infisical_project_identity: Infisical's v2 paths on the same handlers, a temporary role among them.
+      const member = async (role: string | null) => {
+        const p = await project();
+        await secret(p.slug, 'K', 'v');
+        const m = await identity(role ? p.projectId : undefined, role ?? undefined);
+        return { ...p, memberId: m.identityId, token: await machineLogin(m.clientId, m.clientSecret) };
+      };
+      const path = (c: Record<string, string>) => `/api/v2/workspace/${c.projectId}/identity-memberships/${c.memberId}`;
+      const reads = (r: Replica, c: Record<string, string>) => status(list(r, c.slug!, c.token!));
+      const temporary = (role: string) => [{ role, isTemporary: true, temporaryMode: 'relative', temporaryRange: '1d', temporaryAccessStartTime: new Date().toISOString() }];
+      return [
+        {
+          route: 'POST /api/v2/workspace/:projectId/identity-memberships/:identityId',
+          events: ['add-identity-to-project'],
+          prepare: () => member(null),
+          call: (r, c) => r.call('POST', path(c), admin, { projectId: c.projectId, identityId: c.memberId, roles: temporary('viewer') }),
+          observe: reads,
+          changed: becomes(403, 200),
+        },
+        {
+          route: 'PATCH /api/v2/workspace/:projectId/identity-memberships/:identityId',
+          events: ['update-identity-project-membership'],
+          prepare: () => member('viewer'),
+          call: (r, c) => r.call('PATCH', path(c), admin, { roles: temporary('no-access') }),
+          observe: reads,
+          changed: becomes(200, 403),
+        },
+        {
+          route: 'DELETE /api/v2/workspace/:projectId/identity-memberships/:identityId',
+          events: ['remove-identity-from-project'],
+          prepare: () => member('viewer'),
+          call: (r, c) => r.call('DELETE', path(c), admin),
+          observe: reads,
+          changed: becomes(200, 403),
+        },
+      ];
+    })(),
     ...(['identity', 'user'] as const).flatMap((kind): Case[] => {
       const segment = kind === 'identity' ? 'identities' : 'users';
       const events =
