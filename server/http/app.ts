@@ -4,9 +4,10 @@
 // HttpRequest / HttpReply values (server/http/types.ts).
 import { randomFillSync } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
-import type { HttpRequest as UwsRequest, HttpResponse as UwsResponse, TemplatedApp, us_listen_socket, us_socket } from 'uWebSockets.js';
+import type { AppOptions, HttpRequest as UwsRequest, HttpResponse as UwsResponse, TemplatedApp, us_listen_socket, us_socket } from 'uWebSockets.js';
 import { AppError, RETRY_AFTER_SECONDS, toErrorBody } from '../errors.js';
 import type { Handler, HttpReply, HttpRequest, Method, RequestRecord, Router } from './types.js';
+import { uwsTlsOptions, type TlsFiles } from './tls.js';
 import { uws } from './uws.js';
 
 export interface HttpLogger {
@@ -43,6 +44,8 @@ export interface HttpServerOptions {
    * Requests that may write read it at once, for their audit entries.
    */
   readAddressOnArrival?: boolean;
+  /** Serve HTTPS with this certificate/key pair (checked beforehand: server/http/tls.ts). */
+  tls?: TlsFiles;
 }
 
 export interface HttpServer {
@@ -62,6 +65,14 @@ export interface HttpServer {
   drain(timeoutMs: number, quietMs?: number): Promise<boolean>;
   /** Requests received and not yet answered (nor abandoned by their client). */
   readonly inFlight: number;
+  /**
+   * Serves the pair now in the TLS files (check them first: checkTlsPair). This uWS build
+   * cannot swap the default certificate of a listening app, so a new SSLApp with the same
+   * routes takes over the port (the old listener closed and the new one bound in the same
+   * tick); connections already open finish on the old certificate. Throws when not
+   * serving TLS or when the new app cannot be made or bound (the old one then keeps on).
+   */
+  reloadTls(): void;
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
@@ -452,7 +463,22 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
   const readAddressOnArrival = opts.readAddressOnArrival ?? true;
   if (deadlineMs !== undefined && (!Number.isSafeInteger(deadlineMs) || deadlineMs <= 0)) throw new Error(`Invalid deadlineMs: ${deadlineMs}`);
 
-  const app = uws.App();
+  // Every route is declared through `declare`, so a TLS reload can declare them again on
+  // a fresh SSLApp.
+  const declarations: Array<(a: TemplatedApp) => void> = [];
+  const makeApp = (): TemplatedApp => {
+    const a = opts.tls === undefined ? uws.App() : uws.SSLApp(uwsTlsOptions(opts.tls) as AppOptions);
+    for (const d of declarations) d(a);
+    return a;
+  };
+  let app = makeApp();
+  /** Apps replaced by a TLS reload: their open connections are dropped by close(true). */
+  const retired: TemplatedApp[] = [];
+  const declare = (d: (a: TemplatedApp) => void): void => {
+    declarations.push(d);
+    d(app);
+  };
+  let bound: { host: string; port: number } | undefined;
   let listenSocket: us_listen_socket | undefined;
   let closed = false;
   let inFlight = 0;
@@ -745,14 +771,16 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
     // segment to no `:param`, and static segments before parameters, so `/raw/` never
     // reaches `/raw/:secretName` with an empty name.
     for (const p of pattern === '/' ? [pattern] : [pattern, `${pattern}/`]) {
-      app[UWS_METHOD[method]](p, onRequest);
-      if (method === 'GET') app.head(p, onHead);
+      declare((a) => {
+        a[UWS_METHOD[method]](p, onRequest);
+        if (method === 'GET') a.head(p, onHead);
+      });
     }
   }
 
   // Fallback for every unmatched method/path. The guard runs here too: a smuggled
   // request must not reach any handler, including this one.
-  app.any('/*', (res: UwsResponse, req: UwsRequest) => {
+  const fallback = (res: UwsResponse, req: UwsRequest) => {
     const sent = req.getCaseSensitiveMethod().toUpperCase();
     // An unmatched HEAD gets what the same GET would get, without the body.
     const head = sent === 'HEAD';
@@ -761,7 +789,20 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
     const handler = onNotFound ?? notFound;
     if (ex.bodyLength > 0) readBody(ex, handler);
     else dispatch(ex, handler);
-  });
+  };
+  declare((a) => a.any('/*', fallback));
+
+  /** Binds `a` to host:port without SO_REUSEPORT; the listen socket, or false. */
+  const bindExclusive = (a: TemplatedApp, host: string, port: number): us_listen_socket | false => {
+    let result: us_listen_socket | false = false;
+    // Exclusive: without it uSockets sets SO_REUSEPORT and a second instance on the
+    // same port silently gets half of the connections. uWS calls back synchronously.
+    const listenExclusive = a.listen as unknown as (host: string, port: number, options: number, cb: (s: us_listen_socket | false) => void) => void;
+    listenExclusive.call(a, host, port, LIBUS_LISTEN_EXCLUSIVE_PORT, (s) => {
+      result = s;
+    });
+    return result;
+  };
 
   const router: Router = {
     get: (pattern, handler) => route('GET', pattern, handler),
@@ -779,19 +820,39 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
           reject(new Error(closed ? 'HTTP server is closed' : 'HTTP server is already listening'));
           return;
         }
-        const onListen = (socket: us_listen_socket | false) => {
-          if (socket === false) {
-            reject(new ListenError(`cannot listen on ${host ?? '*'}:${port}: the port is in use by another process (or not permitted)`));
-            return;
-          }
-          listenSocket = socket;
-          resolve(uws.us_socket_local_port(socket as unknown as us_socket));
-        };
-        // Exclusive: without it uSockets sets SO_REUSEPORT and a second instance on the
-        // same port silently gets half of the connections.
-        const listenExclusive = app.listen as unknown as (host: string, port: number, options: number, cb: typeof onListen) => void;
-        listenExclusive.call(app, host ?? '0.0.0.0', port, LIBUS_LISTEN_EXCLUSIVE_PORT, onListen);
+        const h = host ?? '0.0.0.0';
+        const socket = bindExclusive(app, h, port);
+        if (socket === false) {
+          reject(new ListenError(`cannot listen on ${host ?? '*'}:${port}: the port is in use by another process (or not permitted)`));
+          return;
+        }
+        listenSocket = socket;
+        const actual = uws.us_socket_local_port(socket as unknown as us_socket);
+        bound = { host: h, port: actual };
+        resolve(actual);
       });
+    },
+    reloadTls(): void {
+      if (opts.tls === undefined) throw new Error('not serving TLS');
+      if (closed) return;
+      const next = makeApp(); // throws when uWS cannot load the pair: the old app keeps on
+      if (listenSocket === undefined || bound === undefined) {
+        retired.push(app);
+        app = next;
+        return;
+      }
+      uws.us_listen_socket_close(listenSocket);
+      listenSocket = undefined;
+      const socket = bindExclusive(next, bound.host, bound.port);
+      if (socket === false) {
+        // Someone took the port in between: take it back with the old certificate.
+        const again = bindExclusive(app, bound.host, bound.port);
+        if (again !== false) listenSocket = again;
+        throw new ListenError(`cannot listen on ${bound.host}:${bound.port} with the new certificate: the port is in use by another process`);
+      }
+      listenSocket = socket;
+      retired.push(app);
+      app = next;
     },
     get inFlight() {
       return inFlight;
@@ -829,7 +890,7 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
       }
       // TemplatedApp.close() exists in this binary (closes every socket of the app) but
       // is missing from the package's typings.
-      if (force) (app as unknown as { close(): void }).close();
+      if (force) for (const a of [...retired, app]) (a as unknown as { close(): void }).close();
     },
   };
 }
