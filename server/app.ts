@@ -3,7 +3,7 @@ import { LOG_LEVELS, type Config } from './config.js';
 import { tuneGc } from './gcTuning.js';
 import { createHttpServer } from './http/app.js';
 import { loadStaticUi } from './http/static.js';
-import { checkTlsPair, watchTlsFiles, type TlsPairInfo } from './http/tls.js';
+import { checkTlsPair, readTlsPair, watchTlsFiles, withPrivateCopy, type TlsPair } from './http/tls.js';
 import { createApi, type Api } from './routes/api.js';
 import { registerOpenApiRoute } from './routes/openapi.js';
 import { registerStatusRoutes } from './routes/status.js';
@@ -157,21 +157,27 @@ export async function startService(config: Config, log: Logger): Promise<Running
       const first = checkTlsPair(files);
       log.info({ event: 'tls', serial: first.serial, subject: first.subject, validTo: first.validTo }, `serving HTTPS with certificate ${first.serial}`);
       stopTlsWatch = watchTlsFiles(files, () => {
-        let pair: TlsPairInfo;
+        let pair: TlsPair;
         try {
-          pair = checkTlsPair(files);
+          pair = readTlsPair(files);
         } catch (err) {
           // Mid-rotation (one file written, not the other) or a bad pair: keep the old one.
           log.warn({ event: 'tls_reload_failed', err: (err as Error).message }, 'TLS files changed but the pair is not usable; still serving the previous certificate');
           return;
         }
+        const { info } = pair;
         try {
-          http.reloadTls();
+          // Served to clients that name the service by one of the certificate's DNS names
+          // (SNI); see HttpServer.serveCertificate.
+          withPrivateCopy(pair, (copy) => http.serveCertificate(info.dnsNames, copy));
         } catch (err) {
           log.error({ event: 'tls_reload_failed', err: (err as Error).message }, 'TLS reload failed; still serving the previous certificate');
           return;
         }
-        log.info({ event: 'tls_reloaded', serial: pair.serial, subject: pair.subject, validTo: pair.validTo }, `TLS certificate reloaded: ${pair.serial}`);
+        log.info(
+          { event: 'tls_reloaded', serial: info.serial, subject: info.subject, validTo: info.validTo, names: info.dnsNames },
+          `TLS certificate reloaded: ${info.serial}`,
+        );
       });
     }
     return {

@@ -66,13 +66,13 @@ export interface HttpServer {
   /** Requests received and not yet answered (nor abandoned by their client). */
   readonly inFlight: number;
   /**
-   * Serves the pair now in the TLS files (check them first: checkTlsPair). This uWS build
-   * cannot swap the default certificate of a listening app, so a new SSLApp with the same
-   * routes takes over the port (the old listener closed and the new one bound in the same
-   * tick); connections already open finish on the old certificate. Throws when not
-   * serving TLS or when the new app cannot be made or bound (the old one then keeps on).
+   * TLS only: new connections asking (SNI) for one of `names` get the pair in `files`
+   * from now on; names given by the previous call are dropped first. This uWS build cannot
+   * swap the default certificate of a listening app (nor re-bind the port while
+   * connections are open), so a reload serves the new pair by server name. `files` must
+   * hold a checked pair: uWS crashes the process on a mismatched one (server/http/tls.ts).
    */
-  reloadTls(): void;
+  serveCertificate(names: readonly string[], files: TlsFiles): void;
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
@@ -463,22 +463,15 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
   const readAddressOnArrival = opts.readAddressOnArrival ?? true;
   if (deadlineMs !== undefined && (!Number.isSafeInteger(deadlineMs) || deadlineMs <= 0)) throw new Error(`Invalid deadlineMs: ${deadlineMs}`);
 
-  // Every route is declared through `declare`, so a TLS reload can declare them again on
-  // a fresh SSLApp.
+  const app = opts.tls === undefined ? uws.App() : uws.SSLApp(uwsTlsOptions(opts.tls) as AppOptions);
+  let serverNames: readonly string[] = [];
+  // Every route is declared through `declare`, so that a server name added by a TLS
+  // reload gets them too (uWS keeps one router per server name).
   const declarations: Array<(a: TemplatedApp) => void> = [];
-  const makeApp = (): TemplatedApp => {
-    const a = opts.tls === undefined ? uws.App() : uws.SSLApp(uwsTlsOptions(opts.tls) as AppOptions);
-    for (const d of declarations) d(a);
-    return a;
-  };
-  let app = makeApp();
-  /** Apps replaced by a TLS reload: their open connections are dropped by close(true). */
-  const retired: TemplatedApp[] = [];
   const declare = (d: (a: TemplatedApp) => void): void => {
     declarations.push(d);
     d(app);
   };
-  let bound: { host: string; port: number } | undefined;
   let listenSocket: us_listen_socket | undefined;
   let closed = false;
   let inFlight = 0;
@@ -792,18 +785,6 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
   };
   declare((a) => a.any('/*', fallback));
 
-  /** Binds `a` to host:port without SO_REUSEPORT; the listen socket, or false. */
-  const bindExclusive = (a: TemplatedApp, host: string, port: number): us_listen_socket | false => {
-    let result: us_listen_socket | false = false;
-    // Exclusive: without it uSockets sets SO_REUSEPORT and a second instance on the
-    // same port silently gets half of the connections. uWS calls back synchronously.
-    const listenExclusive = a.listen as unknown as (host: string, port: number, options: number, cb: (s: us_listen_socket | false) => void) => void;
-    listenExclusive.call(a, host, port, LIBUS_LISTEN_EXCLUSIVE_PORT, (s) => {
-      result = s;
-    });
-    return result;
-  };
-
   const router: Router = {
     get: (pattern, handler) => route('GET', pattern, handler),
     post: (pattern, handler) => route('POST', pattern, handler),
@@ -820,39 +801,31 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
           reject(new Error(closed ? 'HTTP server is closed' : 'HTTP server is already listening'));
           return;
         }
-        const h = host ?? '0.0.0.0';
-        const socket = bindExclusive(app, h, port);
-        if (socket === false) {
-          reject(new ListenError(`cannot listen on ${host ?? '*'}:${port}: the port is in use by another process (or not permitted)`));
-          return;
-        }
-        listenSocket = socket;
-        const actual = uws.us_socket_local_port(socket as unknown as us_socket);
-        bound = { host: h, port: actual };
-        resolve(actual);
+        const onListen = (socket: us_listen_socket | false) => {
+          if (socket === false) {
+            reject(new ListenError(`cannot listen on ${host ?? '*'}:${port}: the port is in use by another process (or not permitted)`));
+            return;
+          }
+          listenSocket = socket;
+          resolve(uws.us_socket_local_port(socket as unknown as us_socket));
+        };
+        // Exclusive: without it uSockets sets SO_REUSEPORT and a second instance on the
+        // same port silently gets half of the connections.
+        const listenExclusive = app.listen as unknown as (host: string, port: number, options: number, cb: typeof onListen) => void;
+        listenExclusive.call(app, host ?? '0.0.0.0', port, LIBUS_LISTEN_EXCLUSIVE_PORT, onListen);
       });
     },
-    reloadTls(): void {
+    serveCertificate(names: readonly string[], files: TlsFiles): void {
       if (opts.tls === undefined) throw new Error('not serving TLS');
-      if (closed) return;
-      const next = makeApp(); // throws when uWS cannot load the pair: the old app keeps on
-      if (listenSocket === undefined || bound === undefined) {
-        retired.push(app);
-        app = next;
-        return;
+      for (const n of serverNames) app.removeServerName(n);
+      serverNames = [];
+      for (const n of names) {
+        app.addServerName(n, uwsTlsOptions(files) as AppOptions);
+        // Routes declared from here on go to this name's router.
+        app.domain(n);
+        for (const d of declarations) d(app);
       }
-      uws.us_listen_socket_close(listenSocket);
-      listenSocket = undefined;
-      const socket = bindExclusive(next, bound.host, bound.port);
-      if (socket === false) {
-        // Someone took the port in between: take it back with the old certificate.
-        const again = bindExclusive(app, bound.host, bound.port);
-        if (again !== false) listenSocket = again;
-        throw new ListenError(`cannot listen on ${bound.host}:${bound.port} with the new certificate: the port is in use by another process`);
-      }
-      listenSocket = socket;
-      retired.push(app);
-      app = next;
+      serverNames = [...names];
     },
     get inFlight() {
       return inFlight;
@@ -890,7 +863,7 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
       }
       // TemplatedApp.close() exists in this binary (closes every socket of the app) but
       // is missing from the package's typings.
-      if (force) for (const a of [...retired, app]) (a as unknown as { close(): void }).close();
+      if (force) (app as unknown as { close(): void }).close();
     },
   };
 }

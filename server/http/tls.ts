@@ -4,8 +4,9 @@
 // suites are BoringSSL's fixed, all-AEAD set), and a watcher that notices when the files
 // change (cert-manager / a Kubernetes Secret swap the files under a mounted directory).
 import { X509Certificate } from 'node:crypto';
-import { readFileSync, statSync, watch, type FSWatcher } from 'node:fs';
-import { dirname } from 'node:path';
+import { mkdtempSync, readFileSync, rmSync, statSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { createSecureContext } from 'node:tls';
 
 /** TLS 1.2 suites (Mozilla "intermediate", ECDHE + AEAD only; no CBC, no RSA key exchange). */
@@ -24,6 +25,8 @@ export interface TlsFiles {
 }
 
 export interface TlsPairInfo {
+  /** The DNS names of the certificate's subjectAltName, lower-cased (wildcards kept). */
+  dnsNames: string[];
   /** The leaf certificate's serial number (hex, as node prints it). */
   serial: string;
   subject: string;
@@ -40,6 +43,17 @@ export class TlsPairError extends Error {
  * the key.
  */
 export function checkTlsPair(files: TlsFiles, now = new Date()): TlsPairInfo {
+  return readTlsPair(files, now).info;
+}
+
+/** The pair's bytes as read once and checked (see checkTlsPair). */
+export interface TlsPair {
+  cert: Buffer;
+  key: Buffer;
+  info: TlsPairInfo;
+}
+
+export function readTlsPair(files: TlsFiles, now = new Date()): TlsPair {
   const read = (setting: string, path: string): Buffer => {
     try {
       return readFileSync(path);
@@ -68,7 +82,28 @@ export function checkTlsPair(files: TlsFiles, now = new Date()): TlsPairInfo {
   if (new Date(leaf.validTo).getTime() < now.getTime()) {
     throw new TlsPairError(`TLS_CERT_FILE: the certificate in ${files.certFile} expired on ${leaf.validTo}`);
   }
-  return { serial: leaf.serialNumber, subject: leaf.subject.replace(/\n/g, ', '), validTo: leaf.validTo };
+  const dnsNames = (leaf.subjectAltName ?? '')
+    .split(', ')
+    .filter((n) => n.startsWith('DNS:'))
+    .map((n) => n.slice(4).toLowerCase());
+  return { cert, key, info: { dnsNames, serial: leaf.serialNumber, subject: leaf.subject.replace(/\n/g, ', '), validTo: leaf.validTo } };
+}
+
+/**
+ * Runs `fn` with the checked bytes written to files of this process's own (mode 0600 in a
+ * fresh 0700 directory, removed afterwards): uWS reads the files it is given, and reading
+ * the mounted ones again could see a half-rotated pair, on which this uWS build crashes.
+ */
+export function withPrivateCopy<T>(pair: TlsPair, fn: (files: TlsFiles) => T): T {
+  const dir = mkdtempSync(join(tmpdir(), 'vault-tls-'));
+  try {
+    const files = { certFile: join(dir, 'tls.crt'), keyFile: join(dir, 'tls.key') };
+    writeFileSync(files.certFile, pair.cert, { mode: 0o600 });
+    writeFileSync(files.keyFile, pair.key, { mode: 0o600 });
+    return fn(files);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** uWS SSLApp options for the pair. */
