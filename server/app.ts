@@ -3,6 +3,7 @@ import { LOG_LEVELS, type Config } from './config.js';
 import { tuneGc } from './gcTuning.js';
 import { createHttpServer } from './http/app.js';
 import { loadStaticUi } from './http/static.js';
+import { checkTlsPair, readTlsPair, watchTlsFiles, withPrivateCopy, type TlsPair } from './http/tls.js';
 import { createApi, type Api } from './routes/api.js';
 import { registerOpenApiRoute } from './routes/openapi.js';
 import { registerStatusRoutes } from './routes/status.js';
@@ -117,6 +118,7 @@ export async function startService(config: Config, log: Logger): Promise<Running
   });
   let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined;
   let admin: Awaited<ReturnType<typeof startAdminChannel>> | undefined;
+  let stopTlsWatch: (() => void) | undefined;
   try {
     // Embedded database: `vault-standalone backup`, `audit-verify` and `reset-password` ask this process (the folder admits one).
     if (services.db.kind === 'embedded') admin = await startAdminChannel(config.dataDir, serviceHandlers(services), log);
@@ -136,6 +138,7 @@ export async function startService(config: Config, log: Logger): Promise<Running
       onNotFound: loadStaticUi()?.handler,
       // The request log names the client after the answer: then read it on arrival.
       readAddressOnArrival: requestLines,
+      tls: config.tls,
       onResponse: (r) => {
         metrics.request(r);
         // 5xx are logged by the front with their error; every answer gets this line (its
@@ -154,6 +157,34 @@ export async function startService(config: Config, log: Logger): Promise<Running
       );
     }
     const port = await http.listen(config.port, config.host);
+    if (config.tls !== undefined) {
+      const files = config.tls;
+      const first = checkTlsPair(files);
+      log.info({ event: 'tls', serial: first.serial, subject: first.subject, validTo: first.validTo }, `serving HTTPS with certificate ${first.serial}`);
+      stopTlsWatch = watchTlsFiles(files, () => {
+        let pair: TlsPair;
+        try {
+          pair = readTlsPair(files);
+        } catch (err) {
+          // Mid-rotation (one file written, not the other) or a bad pair: keep the old one.
+          log.warn({ event: 'tls_reload_failed', err: (err as Error).message }, 'TLS files changed but the pair is not usable; still serving the previous certificate');
+          return;
+        }
+        const { info } = pair;
+        try {
+          // Served to clients that name the service by one of the certificate's DNS names
+          // (SNI); see HttpServer.serveCertificate.
+          withPrivateCopy(pair, (copy) => http.serveCertificate(info.dnsNames, copy));
+        } catch (err) {
+          log.error({ event: 'tls_reload_failed', err: (err as Error).message }, 'TLS reload failed; still serving the previous certificate');
+          return;
+        }
+        log.info(
+          { event: 'tls_reloaded', serial: info.serial, subject: info.subject, validTo: info.validTo, names: info.dnsNames },
+          `TLS certificate reloaded: ${info.serial}`,
+        );
+      });
+    }
     return {
       port,
       metricsPort: metricsServer?.port,
@@ -163,6 +194,7 @@ export async function startService(config: Config, log: Logger): Promise<Running
       inFlight: () => http.inFlight,
       async shutdown(graceMs: number) {
         services.lifecycle.shuttingDown = true;
+        stopTlsWatch?.();
         http.close();
         const drained = await http.drain(graceMs);
         http.close(true);
@@ -173,6 +205,7 @@ export async function startService(config: Config, log: Logger): Promise<Running
       },
       async close() {
         services.lifecycle.shuttingDown = true;
+        stopTlsWatch?.();
         http.close(true);
         await metricsServer?.close();
         await admin?.close();

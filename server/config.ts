@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { parseIpRangeList, type IpRange } from './http/clientAddress.js';
 import { parseOriginList } from './domain/fetchGuard.js';
 import type { RootKeySpec } from '../crypto/index.js';
+import { checkTlsPair, TlsPairError, type TlsFiles } from './http/tls.js';
 import { postgresTls, redisTransport, TransportConfigError } from '../storage/tls.js';
 
 export const ENCRYPTION_KEY_MESSAGE = 'ENCRYPTION_KEY must be 32 hex characters';
@@ -76,6 +77,8 @@ const schema = z.object({
   EVENTS_POLL_MS: setting(integer(10, 600_000).default(2_000)),
   SETUP_TOKEN: setting(z.string().trim().min(16, 'must be at least 16 characters').max(256, 'must be at most 256 characters').optional()),
   LOG_FORMAT: setting(z.enum(['json', 'pretty']).default('json')),
+  TLS_CERT_FILE: optionalUrl,
+  TLS_KEY_FILE: optionalUrl,
   METRICS_PORT: setting(integer(0, 65535).optional()),
   METRICS_HOST: setting(z.string().default('127.0.0.1')),
   REQUEST_DEADLINE_MS: setting(integer(100, 600_000).default(5000)),
@@ -170,6 +173,8 @@ export interface Config {
   setupToken?: string;
   /** `json`: one JSON object per line (pino); `pretty`: one readable line, for a terminal. */
   logFormat: 'json' | 'pretty';
+  /** HTTPS on PORT with this PEM certificate (chain) and key, reloaded when the files change; unset: plain HTTP. */
+  tls?: TlsFiles;
   /** Prometheus /metrics on its own listener; unset: no metrics listener. */
   metricsPort?: number;
   metricsHost: string;
@@ -251,6 +256,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     },
     setupToken: e.SETUP_TOKEN,
     logFormat: e.LOG_FORMAT,
+    tls: tlsSettings(e.TLS_CERT_FILE, e.TLS_KEY_FILE),
     metricsPort: e.METRICS_PORT,
     metricsHost: e.METRICS_HOST,
     requestDeadlineMs: e.REQUEST_DEADLINE_MS,
@@ -260,6 +266,22 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     trustedProxies: e.TRUSTED_PROXIES,
     oidcJwksAllowedOrigins: e.OIDC_JWKS_ALLOWED_ORIGINS,
   };
+}
+
+/** TLS_CERT_FILE and TLS_KEY_FILE: both or neither, the pair checked now (one line on a bad one). */
+function tlsSettings(certFile: string | undefined, keyFile: string | undefined): TlsFiles | undefined {
+  if (certFile === undefined && keyFile === undefined) return undefined;
+  if (certFile === undefined || keyFile === undefined) {
+    throw new ConfigError(`${certFile === undefined ? 'TLS_KEY_FILE' : 'TLS_CERT_FILE'} is set but ${certFile === undefined ? 'TLS_CERT_FILE' : 'TLS_KEY_FILE'} is not: give both (or neither)`);
+  }
+  const files = { certFile: resolve(certFile), keyFile: resolve(keyFile) };
+  try {
+    checkTlsPair(files);
+  } catch (err) {
+    if (err instanceof TlsPairError) throw new ConfigError(err.message);
+    throw err;
+  }
+  return files;
 }
 
 /**

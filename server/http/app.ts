@@ -4,9 +4,10 @@
 // HttpRequest / HttpReply values (server/http/types.ts).
 import { randomFillSync } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
-import type { HttpRequest as UwsRequest, HttpResponse as UwsResponse, TemplatedApp, us_listen_socket, us_socket } from 'uWebSockets.js';
+import type { AppOptions, HttpRequest as UwsRequest, HttpResponse as UwsResponse, TemplatedApp, us_listen_socket, us_socket } from 'uWebSockets.js';
 import { AppError, RETRY_AFTER_SECONDS, toErrorBody } from '../errors.js';
 import type { Handler, HttpReply, HttpRequest, ReplyStream, Method, RequestRecord, Router } from './types.js';
+import { uwsTlsOptions, type TlsFiles } from './tls.js';
 import { uws } from './uws.js';
 
 export interface HttpLogger {
@@ -57,6 +58,8 @@ export interface HttpServerOptions {
    * instead. Default 64 MiB.
    */
   maxUnsentBytes?: number;
+  /** Serve HTTPS with this certificate/key pair (checked beforehand: server/http/tls.ts). */
+  tls?: TlsFiles;
 }
 
 export interface HttpServer {
@@ -82,6 +85,14 @@ export interface HttpServer {
   readonly slowClientCloses: number;
   /** Large replies refused (503) because unsentBytes would have gone over maxUnsentBytes. */
   readonly unsentRefusals: number;
+  /**
+   * TLS only: new connections asking (SNI) for one of `names` get the pair in `files`
+   * from now on; names given by the previous call are dropped first. This uWS build cannot
+   * swap the default certificate of a listening app (nor re-bind the port while
+   * connections are open), so a reload serves the new pair by server name. `files` must
+   * hold a checked pair: uWS crashes the process on a mismatched one (server/http/tls.ts).
+   */
+  serveCertificate(names: readonly string[], files: TlsFiles): void;
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
@@ -503,7 +514,15 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
   const readAddressOnArrival = opts.readAddressOnArrival ?? true;
   if (deadlineMs !== undefined && (!Number.isSafeInteger(deadlineMs) || deadlineMs <= 0)) throw new Error(`Invalid deadlineMs: ${deadlineMs}`);
 
-  const app = uws.App();
+  const app = opts.tls === undefined ? uws.App() : uws.SSLApp(uwsTlsOptions(opts.tls) as AppOptions);
+  let serverNames: readonly string[] = [];
+  // Every route is declared through `declare`, so that a server name added by a TLS
+  // reload gets them too (uWS keeps one router per server name).
+  const declarations: Array<(a: TemplatedApp) => void> = [];
+  const declare = (d: (a: TemplatedApp) => void): void => {
+    declarations.push(d);
+    d(app);
+  };
   let listenSocket: us_listen_socket | undefined;
   let closed = false;
   let inFlight = 0;
@@ -975,14 +994,16 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
     // segment to no `:param`, and static segments before parameters, so `/raw/` never
     // reaches `/raw/:secretName` with an empty name.
     for (const p of pattern === '/' ? [pattern] : [pattern, `${pattern}/`]) {
-      app[UWS_METHOD[method]](p, onRequest);
-      if (method === 'GET') app.head(p, onHead);
+      declare((a) => {
+        a[UWS_METHOD[method]](p, onRequest);
+        if (method === 'GET') a.head(p, onHead);
+      });
     }
   }
 
   // Fallback for every unmatched method/path. The guard runs here too: a smuggled
   // request must not reach any handler, including this one.
-  app.any('/*', (res: UwsResponse, req: UwsRequest) => {
+  const fallback = (res: UwsResponse, req: UwsRequest) => {
     const sent = req.getCaseSensitiveMethod().toUpperCase();
     // An unmatched HEAD gets what the same GET would get, without the body.
     const head = sent === 'HEAD';
@@ -991,7 +1012,8 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
     const handler = onNotFound ?? notFound;
     if (ex.bodyLength > 0) readBody(ex, handler);
     else dispatch(ex, handler);
-  });
+  };
+  declare((a) => a.any('/*', fallback));
 
   const router: Router = {
     get: (pattern, handler) => route('GET', pattern, handler),
@@ -1031,6 +1053,18 @@ export function createHttpServer(opts: HttpServerOptions = {}): HttpServer {
     },
     get unsentRefusals() {
       return unsentRefusals;
+    },
+    serveCertificate(names: readonly string[], files: TlsFiles): void {
+      if (opts.tls === undefined) throw new Error('not serving TLS');
+      for (const n of serverNames) app.removeServerName(n);
+      serverNames = [];
+      for (const n of names) {
+        app.addServerName(n, uwsTlsOptions(files) as AppOptions);
+        // Routes declared from here on go to this name's router.
+        app.domain(n);
+        for (const d of declarations) d(app);
+      }
+      serverNames = [...names];
     },
     get inFlight() {
       return inFlight;

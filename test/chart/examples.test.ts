@@ -32,7 +32,7 @@ t.test('ClusterSecretStore: Universal Auth from vault-machine-identity in extern
 
 t.test('ClusterSecretStore: hostAPI is the chart service root plus /api', async (t) => {
   const hostAPI = getPath(store, [...infisical, 'hostAPI']) as string;
-  const m = /^http:\/\/([a-z0-9-]+)\.([a-z0-9-]+)\.svc\.cluster\.local:8080\/api$/.exec(hostAPI);
+  const m = /^https:\/\/([a-z0-9-]+)\.([a-z0-9-]+)\.svc\.cluster\.local:8080\/api$/.exec(hostAPI);
   t.ok(m, `hostAPI ends with .svc.cluster.local:8080/api: ${hostAPI}`);
   const [, svc, namespace] = m ?? [];
   t.equal(chartName, 'vault-standalone');

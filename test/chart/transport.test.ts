@@ -151,3 +151,20 @@ t.test('no secret value reaches an argument or a URL in any template', async (t)
     t.notMatch(text, /--requirepass/, `${name}: no --requirepass`);
   }
 });
+
+t.test('TLS on the service port: an existing Secret or a cert-manager Certificate, mounted as files, HTTPS probes', async (t) => {
+  const certificate = tpl('certificate.yaml');
+  t.match(helpers, /define "vault-standalone.tlsSecret"/);
+  t.match(helpers, /fail "tls.enabled needs tls.existingSecret or tls.certManager.enabled"/, 'no silent plain HTTP when TLS is asked for');
+  t.match(deployment, /- name: TLS_CERT_FILE\n\s+value: \/var\/run\/secrets\/vault-standalone\/tls\/tls.crt\n\s+- name: TLS_KEY_FILE\n\s+value: \/var\/run\/secrets\/vault-standalone\/tls\/tls.key/);
+  t.equal(deployment.match(/scheme: \{\{ if include "vault-standalone.tlsSecret" \. \}\}HTTPS\{\{ else \}\}HTTP\{\{ end \}\}/g)?.length, 3, 'every probe switches to HTTPS');
+  t.match(deployment, /- name: tls\n\s+secret:\n\s+secretName: \{\{ include "vault-standalone.tlsSecret" \. \}\}/);
+  t.match(certificate, /kind: Certificate\n/);
+  t.match(certificate, /secretName: \{\{ include "vault-standalone.tlsSecret" \. \}\}/);
+  t.match(certificate, /\{\{ \$svc \}\}\.\{\{ \.Release\.Namespace \}\}\.svc\n/, 'the in-cluster names');
+  t.match(certificate, /fail "tls.certManager.issuerRef.name is required"/);
+  t.equal(values.tls.enabled, false, 'off by default');
+  t.same(withValue(['tls'], { enabled: true, existingSecret: 'vault-tls' }), [], 'schema accepts an existing Secret');
+  t.not(withValue(['tls'], { enabled: true, bogus: 1 }).length, 0, 'schema refuses unknown keys');
+  t.match(readRepo('chart', 'examples', 'cluster-secret-store.yaml'), /hostAPI: https:\/\//, 'the ESO example uses https');
+});

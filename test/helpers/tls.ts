@@ -52,6 +52,21 @@ export async function makeCertificates(t: TapLike): Promise<TestCertificates> {
   return { dir, ca: ca.crt, otherCa: other.crt, cert, key };
 }
 
+/**
+ * Another server certificate (for 127.0.0.1, or `subjectAltName`) signed by `certs`' CA (a rotation's new pair),
+ * written to `<dir>/<name>.crt` and `<name>.key`; returns the paths.
+ */
+export async function issueServerCertificate(certs: TestCertificates, name: string, subjectAltName = 'IP:127.0.0.1'): Promise<{ cert: string; key: string }> {
+  const key = join(certs.dir, `${name}.key`);
+  const csr = join(certs.dir, `${name}.csr`);
+  const cert = join(certs.dir, `${name}.crt`);
+  const ext = join(certs.dir, `${name}.ext`);
+  writeFileSync(ext, `subjectAltName=${subjectAltName}\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n`);
+  await run('openssl', ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', csr, '-subj', '/CN=127.0.0.1']);
+  await run('openssl', ['x509', '-req', '-in', csr, '-CA', join(certs.dir, 'test-ca.crt'), '-CAkey', join(certs.dir, 'test-ca.key'), '-CAcreateserial', '-out', cert, '-days', '2', '-extfile', ext]);
+  return { cert, key };
+}
+
 export interface TlsRedis {
   port: number;
   pid: number;

@@ -151,3 +151,16 @@ The first-visit SETUP_TOKEN: the value already in the cluster's Secret when ther
 {{- randAlphaNum 48 -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The TLS Secret the pod mounts: an existing one or the one cert-manager fills. Empty: plain HTTP. */}}
+{{- define "vault-standalone.tlsSecret" -}}
+{{- if .Values.tls.enabled -}}
+{{- if .Values.tls.existingSecret -}}
+{{- .Values.tls.existingSecret -}}
+{{- else if .Values.tls.certManager.enabled -}}
+{{- printf "%s-tls" (include "vault-standalone.fullname" . | trunc 59 | trimSuffix "-") -}}
+{{- else -}}
+{{- fail "tls.enabled needs tls.existingSecret or tls.certManager.enabled" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
