@@ -10,7 +10,7 @@ import { authenticator, type Authenticator } from './auth/authenticate.js';
 import { deriveAuthKeys } from './auth/tokens.js';
 import { rootKeySpec, setupCodeRequired, type Config } from './config.js';
 import { accessControl, type AccessControl } from './domain/access.js';
-import { auditDomain, auditHeadLog, openAuditKey, TRAIL_MISSING_WARNING, type AuditDomain } from './domain/audit.js';
+import { auditDomain, auditHeadLog, auditVerifier, openAuditKey, TRAIL_MISSING_WARNING, type AuditDomain } from './domain/audit.js';
 import { CACHE_SWEEP_MS, createCaches, topics, type Caches } from './domain/caches.js';
 import { environmentsDomain, type EnvironmentsDomain } from './domain/environments.js';
 import { exportDomain, type ExportDomain } from './domain/export.js';
@@ -354,7 +354,8 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       tokenAuth: tokenAuthDomain({ store, changes, machineAuth: machine }),
       memberships: membershipsDomain({ store, access, changes }),
       roles: rolesDomain({ store, access, changes }),
-      audit: auditDomain({ store, access }),
+      // A visit of the verify route waits at most this long for the incremental walk.
+      audit: auditDomain({ store, access, verifier: auditVerifier({ store, waitMs: Math.min(2000, Math.floor(config.requestDeadlineMs / 2)) }) }),
       close,
     };
   } catch (err) {
