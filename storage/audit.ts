@@ -280,6 +280,10 @@ function headMessage(h: Omit<AuditHead, 'lastMac'>, last: ChainRow | undefined):
   return JSON.stringify([HEAD_LABEL, h.keyId, h.entries, h.legacyEntries, h.lastId, link, ...(h.trailMissing ? ['trail-missing'] : [])]);
 }
 
+/** A row as the chain reads it, and the messages an entry's and the head's MACs cover: for tools and tests that build a chain. */
+export type AuditChainRow = ChainRow;
+export const chainMessages = { entry: entryMessage, head: headMessage };
+
 /** The rule of entries written before the chain was keyed (chain = 1); unchanged. */
 function legacyEntryHash(prev: Buffer, r: ChainRow): Buffer {
   const canonical = JSON.stringify([
