@@ -5,6 +5,7 @@ import { connectDatabase, type Database } from '../storage/db.js';
 import { redisTransport } from '../storage/tls.js';
 import { createStore, type Store } from '../storage/index.js';
 import { sweepAccessTokens } from '../storage/identities.js';
+import { pruneUserSessions } from '../storage/sessionPrune.js';
 import { loadMigrations, migrate } from '../storage/migrate.js';
 import { authenticator, type Authenticator } from './auth/authenticate.js';
 import { deriveAuthKeys } from './auth/tokens.js';
@@ -93,9 +94,13 @@ export interface ServiceHooks {
   committed?(c: CommittedChange): void;
 }
 
-/** Access-token rows are kept this long after revocation or expiry (for inspection), then deleted. */
-const ACCESS_TOKEN_GRACE_SECONDS = 24 * 3600;
-const ACCESS_TOKEN_SWEEP_MS = 5 * 60_000;
+/**
+ * Access-token and session rows leave the table once revoked or expired, at the next sweep
+ * (every minute): the table holds the live ones (issue 31 point 4). The audit trail keeps
+ * who logged in and who revoked what.
+ */
+const ACCESS_TOKEN_GRACE_SECONDS = 0;
+const ACCESS_TOKEN_SWEEP_MS = 60_000;
 
 /** Runs `task` now and every `ms` after it finished; stop() waits for a run in progress. */
 function periodically(ms: number, task: () => Promise<void>, onError: (err: unknown) => void) {
@@ -231,7 +236,9 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
 
     const sweep = periodically(ACCESS_TOKEN_SWEEP_MS, async () => {
       const deleted = await sweepAccessTokens(db.sql, { graceSeconds: ACCESS_TOKEN_GRACE_SECONDS });
-      if (deleted > 0) log.info({ event: 'access-token-sweep', deleted }, `access tokens: deleted ${deleted} revoked or expired more than a day ago`);
+      if (deleted > 0) log.info({ event: 'access-token-sweep', deleted }, `access tokens: deleted ${deleted} revoked or expired`);
+      const sessions = await pruneUserSessions(db.sql);
+      if (sessions > 0) log.info({ event: 'session-prune', deleted: sessions }, `sessions: deleted ${sessions} revoked or expired`);
     }, (err) => log.warn({ event: 'access-token-sweep', err: describe(err) }, `access tokens: sweep failed (${describe(err)}); retrying later`));
     cleanups.push(sweep.stop);
 
