@@ -358,7 +358,10 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       const fine = (v: string) => v === 'ok' || v === 'not configured';
       // The embedded database is this replica's own: its failure is local.
       const shared = (k: string) => SHARED_CHECKS.has(k) && !(k === 'database' && db.kind === 'embedded');
-      const ready = Object.entries(checks).every(([k, v]) => k === 'auditTrail' || shared(k) || fine(v));
+      // Unknown only because the shared database does not answer: not this replica's fault.
+      if (!fine(checks.database) && shared('database')) checks.migrations = 'not checked (database unreachable)';
+      const local = (k: string) => !shared(k) && !(k === 'migrations' && checks.migrations.startsWith('not checked'));
+      const ready = Object.entries(checks).every(([k, v]) => k === 'auditTrail' || !local(k) || fine(v));
       const dependencies = fine(checks.database) && fine(checks.redis);
       return { ready, dependencies, checks };
     }

@@ -48,7 +48,9 @@ export function registerStatusRoutes(api: Api, svc: Services) {
       const { ready, checks } = await svc.readiness();
       if (ready) return { body: { status: 'ready' as const, checks } };
       // auditTrail is reported, never a reason to be not ready (services.ts readiness).
-      const failed = Object.entries(checks).filter(([k, v]) => k !== 'auditTrail' && !SHARED_CHECKS.has(k) && v !== 'ok' && v !== 'not configured').map(([k]) => k);
+      const failed = Object.entries(checks)
+        .filter(([k, v]) => k !== 'auditTrail' && !SHARED_CHECKS.has(k) && v !== 'ok' && v !== 'not configured' && !v.startsWith('not checked'))
+        .map(([k]) => k);
       if (failed.length === 0) failed.push('database');
       return {
         status: 503,

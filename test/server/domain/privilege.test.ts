@@ -28,7 +28,7 @@ t.test('privilege written into the database directly is not obeyed (postgres+red
     t.equal((await api(svc, 'GET', '/api/v1/users', admin.token)).status, 200, 'the signed-up superadmin administers');
     t.equal((await api(svc, 'GET', '/api/v1/users/me', admin.token)).body.user.superAdmin, true);
     const m = await machine(svc, 'legit');
-    t.equal((await list(m.token)).status, 403, 'not a member yet');
+    t.equal((await list(m.token)).status, 404, 'not a member yet');
     t.equal((await api(svc, 'POST', `/api/v1/projects/${P}/memberships/identities/${m.identityId}`, admin.token, { role: 'viewer' })).status, 200);
     t.equal((await list(m.token)).status, 200, 'added through the API: reads');
     t.equal((await write(m.token, 'BY_VIEWER')).status, 403, 'a viewer does not write');
@@ -44,28 +44,28 @@ t.test('privilege written into the database directly is not obeyed (postgres+red
     t.equal(again.status, 401, 'the row no longer matches its MAC: no login with it either');
     const r = await api(svc, 'GET', '/api/v1/users', pat.token);
     t.equal(r.status, 403, `the admin route refuses: ${r.status}`);
-    t.equal((await api(svc, 'GET', `/api/v1/projects/${P}`, pat.token)).status, 403, 'and every project stays closed');
-    t.equal((await list(pat.token)).status, 403, 'no secret is read');
+    t.equal((await api(svc, 'GET', `/api/v1/projects/${P}`, pat.token)).status, 404, 'and every project stays closed');
+    t.equal((await list(pat.token)).status, 404, 'no secret is read');
     t.equal((await api(svc, 'GET', '/api/v1/users/me', pat.token)).body.user.superAdmin, false, 'me says so');
   });
 
   t.test('a membership inserted or changed by SQL is not obeyed', async (t) => {
     const x = await machine(svc, 'inserted');
     await sql`insert into project_memberships (id, project_id, identity_id, role) values (gen_random_uuid(), ${P}, ${x.identityId}, 'admin')`;
-    t.equal((await list(x.token)).status, 403, 'an inserted membership: not a member');
-    t.equal((await write(x.token, 'BY_INSERTED')).status, 403);
+    t.equal((await list(x.token)).status, 404, 'an inserted membership: not a member');
+    t.equal((await write(x.token, 'BY_INSERTED')).status, 404);
 
     const y = await machine(svc, 'changed', [[P, 'no-access']]);
     await sql`update project_memberships set role = 'admin' where identity_id = ${y.identityId}`;
-    t.equal((await list(y.token)).status, 403, 'no-access changed to admin by SQL: not a member');
-    t.equal((await write(y.token, 'BY_CHANGED')).status, 403);
+    t.equal((await list(y.token)).status, 404, 'no-access changed to admin by SQL: not a member');
+    t.equal((await write(y.token, 'BY_CHANGED')).status, 404);
 
     // A valid MAC copied from another member's row does not fit this one.
     const z = await machine(svc, 'copied');
     await sql`insert into project_memberships (id, project_id, identity_id, role, mac, mac_key_id)
       select gen_random_uuid(), project_id, ${z.identityId}, role, mac, mac_key_id from project_memberships
       where project_id = ${P} and role = 'member' limit 1`;
-    t.equal((await list(z.token)).status, 403, 'a copied MAC: not a member');
+    t.equal((await list(z.token)).status, 404, 'a copied MAC: not a member');
   });
 
   t.test('a custom role\'s rules changed by SQL are not obeyed', async (t) => {
@@ -84,10 +84,10 @@ t.test('privilege written into the database directly is not obeyed (postgres+red
     await s.memberships.add(SYSTEM, { project: { id: P }, member: { kind: 'identity', id: other.identityId }, role: role.slug });
     await sql`update project_roles set permissions = ${sql.json([{ subject: 'secrets', action: ['read', 'create', 'edit', 'delete'] }])} where id = ${role.id}`;
     const after = await list(other.token);
-    t.equal(after.status, 403, 'rules widened by SQL: the role grants nothing');
+    t.equal(after.status, 404, 'rules widened by SQL: the role grants nothing');
     t.notMatch(JSON.stringify(after.body), /the-guarded-value/);
     await sql`update project_roles set version = version + 1 where id = ${role.id}`;
-    t.equal((await list(other.token)).status, 403, 'still not, whatever the version');
+    t.equal((await list(other.token)).status, 404, 'still not, whatever the version');
 
     // Updated through the API: obeyed again (the service MACs its own write).
     const fixed = await api(svc, 'PATCH', `/api/v1/projects/${P}/roles/${role.id}`, admin.token, {
