@@ -3,7 +3,7 @@
 // the head for the operator to record out of band. Read-only.
 import { createCrypto, type Crypto } from '../../crypto/index.js';
 import { createStore } from '../../storage/index.js';
-import type { AuditVerification, IncrementalVerification } from '../../storage/audit.js';
+import type { IncrementalVerification } from '../../storage/audit.js';
 import { AUDIT_HEAD_MAC_CHARS, AuditTrailError, headSummary, loadAuditKey } from '../domain/audit.js';
 import { openKeyring, WrongEncryptionKeyError } from '../domain/keyring.js';
 import { CliError, EXIT_FAILURE, EXIT_OK, UsageError, parse, type Command, type Context } from './command.js';
