@@ -88,13 +88,19 @@ t.test('infisical secrets set: tag by slug (404 → create), then v3 raw create 
   t.equal(listed.body.secrets.find((s: any) => s.secretKey === 'CLI_SET').secretValue, 'two', 'the value the list then shows');
 });
 
-t.test('infisical secrets delete: {secretName, workspaceId, environment, type: "personal" (the default), secretPath}', { todo: 'compat helper: CLI secrets delete with secretName and type personal' }, async (t) => {
+t.test('infisical secrets delete: {secretName, workspaceId, environment, type: "personal" (the default), secretPath}', async (t) => {
   const r = await replay(t);
   const res = await r.send('DELETE', '/api/v3/secrets/raw/ROUTER_API_KEY', {
     json: { secretName: 'ROUTER_API_KEY', workspaceId: r.seeded.projectId, environment: 'prod', type: 'personal', secretPath: '/' },
   });
   t.not(res.status, 500, 'never a 500');
-  t.equal(res.status, 200, JSON.stringify(res.body));
+  // As Infisical answers it (backend secret-v2-bridge-service deleteSecret): a personal
+  // secret belongs to a person, so a machine identity's personal delete is refused, and
+  // the shared secret of the same name is left alone (the CLI's `--type shared` deletes it).
+  t.equal(res.status, 400, JSON.stringify(res.body));
+  t.match(res.body, { error: 'BadRequest', message: 'Must be user to delete personal secret' });
+  const still = await r.send('GET', '/api/v3/secrets/raw/ROUTER_API_KEY', { query: `workspaceId=${r.seeded.projectId}&environment=prod` });
+  t.equal(still.status, 200, 'the shared secret is still there');
   const shared = await r.send('DELETE', '/api/v3/secrets/raw/LLM_API_KEY', {
     json: { secretName: 'LLM_API_KEY', workspaceId: r.seeded.projectId, environment: 'prod', type: 'shared', secretPath: '/' },
   });
