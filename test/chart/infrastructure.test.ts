@@ -43,7 +43,7 @@ function cliTfvars(): Map<string, string> {
 }
 
 const hostAPI = getPath(store, ['spec', 'provider', 'infisical', 'hostAPI']) as string;
-const [, storeService, storeNamespace] = /^http:\/\/([a-z0-9-]+)\.([a-z0-9-]+)\.svc/.exec(hostAPI) ?? [];
+const [, storeService, storeNamespace] = /^https?:\/\/([a-z0-9-]+)\.([a-z0-9-]+)\.svc/.exec(hostAPI) ?? [];
 
 t.test('HCL reader', async (t) => {
   const entries = hclEntries('# c\nvariable "a" {\n  default = "x{" # y\n  v {\n  }\n}\nb = {\n  c = { d = var.e }\n}\n');
