@@ -98,7 +98,7 @@ export function registerEventRoutes(api: Api, svc: Services) {
 
   api.post(
     '/api/v1/events/subscribe/project-events',
-    { caller: 'any', summary: 'Subscribe to the project\'s secret change events (server-sent events)', body },
+    { caller: 'any', summary: 'Subscribe to the project\'s secret change events (server-sent events)', body, alsoProduces: ['text/event-stream'] },
     async ({ actor, body: input, req, origin }) => {
       const projectRef = { id: input.projectId };
       let { access } = await svc.access.authorize(actor, projectRef, 'secrets:read');

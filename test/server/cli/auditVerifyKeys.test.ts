@@ -59,7 +59,7 @@ t.test('a database with entries from before the chain was keyed', async (t) => {
   t.match(r.stdout, /of which 3 written before the chain was keyed/);
 
   await withDatabase(env, (sql) => sql`update audit_log set event_type = 'x' where event_type = 'before-1'`);
-  const edited = await runCli(['audit-verify', '--full'], env);
+  const edited = await runCli(['audit-verify'], env);
   t.equal(edited.code, 1, 'an old entry edited afterwards is named');
   t.match(edited.stdout, /audit chain BROKEN at entry id \d+ /);
 });

@@ -132,6 +132,7 @@ t.test('temporary access (postgres+redis, two replicas)', async (t) => {
     // A database writer moves the end into the future: the MAC covers it, so the row grants nothing.
     await sql`update project_memberships set temporary_access_end_time = now() + interval '1 day' where identity_id = ${x.identityId}`;
     A.services.caches.roles.clear();
-    isError(t, await read(A, x.token), 403, 'PermissionDenied');
+    // A row whose MAC does not hold is no membership: answered as for a non-member (404).
+    isError(t, await read(A, x.token), 404, 'NotFound');
   });
 });
