@@ -152,7 +152,6 @@ export function membershipsStore(sql: Queryable, privilegeKey?: PrivilegeKey) {
       return views(sql`m.project_id = ${projectId} and m.${column(kind)} is not null`);
     },
 
-    /** Plain insert: a second membership of the same member is a unique violation (409). */
     /** Plain insert: a second membership of the same member is a unique violation (409). `temporary`: a grant that ends by itself. */
     async insert(
       projectId: string,

@@ -28,7 +28,7 @@ import { globMatch } from './glob.js';
 import { checkAccessTokenSettings, existingIdentity } from './identities.js';
 import { hostRefusal } from './fetchGuard.js';
 import { isCertificate, parseFetchUrl, parsePublicKey, type KeySources } from './jwtKeys.js';
-import { newAccessToken, type LoginResult, type MachineAuth } from './machineAuth.js';
+import { methodToken, newAccessToken, type LoginResult, type MachineAuth } from './machineAuth.js';
 import type { Origin, WritePipeline } from './pipeline.js';
 
 export type { TokenAuthMethod } from '../../storage/jwtAuth.js';
@@ -343,16 +343,7 @@ export function jwtAuthDomain(deps: JwtAuthDeps) {
         });
         return cur;
       });
-      return machineAuth.issue({
-        identityId,
-        clientSecretId: '',
-        tokenId,
-        secret,
-        issuedAt,
-        expiresAt: issuedAt + row.accessTokenTtl * 1000,
-        maxTtl: row.accessTokenMaxTtl,
-        authMethod: method,
-      });
+      return machineAuth.issue(methodToken(identityId, { tokenId, secret }, issuedAt, row, method));
     },
   };
 }

@@ -28,7 +28,7 @@ import { checkAccessTokenSettings, existingIdentity } from './identities.js';
 import { policyList } from './jwtAuth.js';
 import { isCertificate } from './jwtKeys.js';
 import { dataKeyAad } from './keyring.js';
-import { newAccessToken, type LoginResult, type MachineAuth } from './machineAuth.js';
+import { methodToken, newAccessToken, type LoginResult, type MachineAuth } from './machineAuth.js';
 import type { Origin, WritePipeline } from './pipeline.js';
 import { parseKubernetesHost, reviewToken, ReviewUnavailable, type ReviewOutcome, type TokenReviewRequest } from './tokenReview.js';
 
@@ -275,16 +275,7 @@ export function kubernetesAuthDomain(deps: KubernetesAuthDeps) {
         });
         return cur;
       });
-      return machineAuth.issue({
-        identityId: cfg.identityId,
-        clientSecretId: '',
-        tokenId,
-        secret,
-        issuedAt,
-        expiresAt: issuedAt + row.accessTokenTtl * 1000,
-        maxTtl: row.accessTokenMaxTtl,
-        authMethod: 'kubernetes-auth',
-      });
+      return machineAuth.issue(methodToken(cfg.identityId, { tokenId, secret }, issuedAt, row, 'kubernetes-auth'));
     },
   };
 }

@@ -74,6 +74,17 @@ export interface IssuedToken {
   authMethod?: IssuedByMethod;
 }
 
+/** What issue() signs for a login by a method other than Universal Auth, under its settings' TTLs. */
+export function methodToken(
+  identityId: string,
+  token: { tokenId: string; secret: string },
+  issuedAt: number,
+  settings: { accessTokenTtl: number; accessTokenMaxTtl: number },
+  authMethod: IssuedByMethod,
+): IssuedToken {
+  return { identityId, clientSecretId: '', ...token, issuedAt, expiresAt: issuedAt + settings.accessTokenTtl * 1000, maxTtl: settings.accessTokenMaxTtl, authMethod };
+}
+
 /** The longest Authorization header worth remembering by its text ("Bearer", spaces, a 4,096-character token). */
 export const MAX_BEARER_HEADER = 4200;
 /** See claimsOf: 10,000 entries of ~1 KB. */

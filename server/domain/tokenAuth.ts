@@ -11,7 +11,7 @@ import { AppError } from '../errors.js';
 import { isUuid, requireOrgAdmin, type Actor, type SystemActor } from './access.js';
 import { topics } from './caches.js';
 import { checkAccessTokenSettings, existingIdentity } from './identities.js';
-import { newAccessToken, type LoginResult, type MachineAuth } from './machineAuth.js';
+import { methodToken, newAccessToken, type LoginResult, type MachineAuth } from './machineAuth.js';
 import type { Origin, WritePipeline } from './pipeline.js';
 
 export type TokenAuthInput = Partial<TokenAuthSettings>;
@@ -155,16 +155,7 @@ export function tokenAuthDomain(deps: TokenAuthDeps) {
         await audit({ eventType: 'create-token-identity-token-auth', metadata: { identityId: cfg.identityId, accessTokenId: tokenId, name } });
         return { cfg, row: (await s.tokenAuths.token(tokenId))! };
       });
-      const issued = await machineAuth.issue({
-        identityId: cfg.identityId,
-        clientSecretId: '',
-        tokenId,
-        secret,
-        issuedAt,
-        expiresAt: issuedAt + cfg.accessTokenTtl * 1000,
-        maxTtl: cfg.accessTokenMaxTtl,
-        authMethod: 'token-auth',
-      });
+      const issued = await machineAuth.issue(methodToken(cfg.identityId, { tokenId, secret }, issuedAt, cfg, 'token-auth'));
       return { ...issued, tokenData: row };
     },
 
