@@ -13,6 +13,7 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { startCeiling, type Ceiling } from './ceiling.js';
 import { processScenarios, startServiceProcess, type ServiceProcess } from './process.js';
+import { eventRows } from './events.js';
 import { BIG_FOLDER_PATH, bigFolder, halfLoad, readLines, TARGETS } from './read.js';
 import { freshDatabase, seedHomelab, startBenchService, type BenchService, type Seeded } from './service.js';
 
@@ -29,10 +30,13 @@ function intEnv(name: string, fallback: number, min: number, max: number): numbe
 const SECONDS = intEnv('BENCH_SECONDS', 10, 1, 600);
 const WARMUP_SECONDS = intEnv('BENCH_WARMUP_SECONDS', 2, 0, 60);
 /**
- * BENCH_PARTS=http,process (default both): the in-process autocannon scenarios, the
- * service-process rows; `eso` alone: only the ESO cycle (a), for quick before/after runs.
+ * BENCH_PARTS=http,process,events (default all three): the in-process autocannon scenarios,
+ * the service-process rows, the change events' rows (bench/events.ts); `eso` alone: only the
+ * ESO cycle (a), for quick before/after runs.
  */
-const PARTS = (process.env.BENCH_PARTS ?? 'http,process').split(',').map((p) => p.trim());
+const PARTS = (process.env.BENCH_PARTS ?? 'http,process,events').split(',').map((p) => p.trim());
+/** Idle event subscribers attached during the events part's second cached-read run. */
+const SUBSCRIBERS = intEnv('BENCH_SUBSCRIBERS', 500, 0, 5000);
 const CONNECTIONS = intEnv('BENCH_CONNECTIONS', 50, 1, 2000);
 
 const RAW_ROUTE = '/api/v3/secrets/raw';
@@ -467,6 +471,31 @@ async function runProcessRows(backend: Backend): Promise<Figure[]> {
   }
 }
 
+/** The change events' rows: write → event latency, and the cached read with subscribers attached. */
+async function runEventRows(backend: Backend): Promise<{ code: number; figures: Figure[] }> {
+  console.log(`\n[${backend.id}] change events: latency over 200 writes, then the cached read without and with ${SUBSCRIBERS} subscribers + 1 that never reads`);
+  const e = await eventRows(backend, { seconds: SECONDS, connections: CONNECTIONS, subscribers: SUBSCRIBERS, samples: 200 });
+  const l = e.latencyMs;
+  const r = e.read;
+  console.log(`  write acknowledged → event (${l.where}): p50 ${l.p50.toFixed(1)} ms, p99 ${l.p99.toFixed(1)} ms, max ${l.max.toFixed(1)} ms (${l.samples} writes)`);
+  console.log(
+    `  cached read: ${r.without.reqPerSec.toFixed(0)} req/s, p99 ${r.without.p99} ms without subscribers; ` +
+      `${r.with.reqPerSec.toFixed(0)} req/s, p99 ${r.with.p99} ms with ${r.subscribers} (+1 slow: ${r.slowDisconnected ? 'disconnected' : 'still open'}); ` +
+      `${r.eventsDuringRun} events fanned out meanwhile`,
+  );
+  for (const p of r.problems) console.error(`  problem: ${p}`);
+  const p99Ratio = r.with.p99 / Math.max(1, r.without.p99);
+  return {
+    code: r.problems.length > 0 ? 1 : 0,
+    figures: [
+      { row: 'write acknowledged → event, p50', backend: backend.id, value: l.p50, unit: 'ms', target: 1000, atLeast: false, digits: 1 },
+      { row: 'write acknowledged → event, p99', backend: backend.id, value: l.p99, unit: 'ms', target: 1000, atLeast: false, digits: 1 },
+      { row: `cached read p99 with ${r.subscribers} subscribers ÷ without`, backend: backend.id, value: p99Ratio, unit: '', target: 1.2, atLeast: false, digits: 2 },
+      { row: `cached read req/s with ${r.subscribers} subscribers ÷ without`, backend: backend.id, value: r.with.reqPerSec / r.without.reqPerSec, unit: '', target: 0.9, atLeast: true, digits: 2 },
+    ],
+  };
+}
+
 /**
  * Several backends: each runs in a process of its own (this file again, narrowed by
  * BENCH_BACKENDS), so one backend's run leaves nothing behind for the next (heap, V8
@@ -521,7 +550,7 @@ async function main(): Promise<number> {
   const list = backends();
   if (list.length > 1) return eachInItsOwnProcess(list);
   // Everything is bounded in time: per backend three scenarios, the process rows, and generous set-up and tear-down.
-  const budgetMs = list.length * (3 * (SECONDS + WARMUP_SECONDS) + 420) * 1000;
+  const budgetMs = list.length * (5 * (SECONDS + WARMUP_SECONDS) + 600) * 1000;
   const watchdog = setTimeout(() => {
     console.error(`bench: still running after ${budgetMs / 1000} s; giving up`);
     process.exit(2);
@@ -537,6 +566,11 @@ async function main(): Promise<number> {
       figures.push(...r.figures);
     }
     if (PARTS.includes('process')) figures.push(...(await runProcessRows(backend)));
+    if (PARTS.includes('events')) {
+      const r = await runEventRows(backend);
+      code = Math.max(code, r.code);
+      figures.push(...r.figures);
+    }
   }
   printFigures(figures, list.map((b) => b.id).join(', '));
   // A child of eachInItsOwnProcess hands its figures back; a run of one backend keeps them.

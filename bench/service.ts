@@ -17,6 +17,8 @@ export interface BenchService {
   backend: string;
   cryptoThreads: number;
   running: RunningService;
+  /** What it was started with (a second replica starts from it). */
+  env: Record<string, string>;
   close(): Promise<void>;
 }
 
@@ -43,7 +45,14 @@ function redact(url: string): string {
  * created on it and dropped after) and BENCH_REDIS_URL when set.
  */
 export async function startBenchService(
-  opts: { adminUrl?: string; redisUrl?: string } = { adminUrl: process.env.BENCH_DATABASE_URL, redisUrl: process.env.BENCH_REDIS_URL },
+  opts: {
+    adminUrl?: string;
+    redisUrl?: string;
+    /** Settings on top of the bench's own (caps a scenario needs lifted). */
+    extraEnv?: Record<string, string>;
+    /** A second replica of this one: its database, Redis and keys; a data folder of its own. */
+    replicaOf?: BenchService;
+  } = { adminUrl: process.env.BENCH_DATABASE_URL, redisUrl: process.env.BENCH_REDIS_URL },
 ): Promise<BenchService> {
   const cleanups: Array<() => Promise<void> | void> = [];
   const cleanup = async () => {
@@ -65,12 +74,18 @@ export async function startBenchService(
     DB_WAIT_SECONDS: '10',
     LOGIN_MAX_ATTEMPTS: '1000000000',
     LOG_LEVEL: 'warn',
+    ...opts.extraEnv,
   };
   const backend: string[] = [];
 
   try {
     const adminUrl = opts.adminUrl?.trim();
-    if (adminUrl) {
+    const primary = opts.replicaOf?.env;
+    if (primary) {
+      if (!primary.DATABASE_URL) throw new Error('a second replica needs PostgreSQL (the embedded database admits one process)');
+      for (const k of ['DATABASE_URL', 'REDIS_URL', 'ENCRYPTION_KEY', 'AUTH_SECRET'] as const) if (primary[k]) env[k] = primary[k];
+      backend.push(`replica on ${redact(env.DATABASE_URL!)}`);
+    } else if (adminUrl) {
       const db = await freshDatabase(adminUrl);
       cleanups.push(db.drop);
       env.DATABASE_URL = db.url;
@@ -78,8 +93,10 @@ export async function startBenchService(
     } else {
       backend.push('embedded PGlite');
     }
-    const redisUrl = opts.redisUrl?.trim();
-    if (redisUrl) {
+    const redisUrl = primary ? undefined : opts.redisUrl?.trim();
+    if (primary) {
+      // Redis (if any) came with the primary's settings.
+    } else if (redisUrl) {
       env.REDIS_URL = redisUrl;
       backend.push(`redis (${redact(redisUrl)})`);
     } else {
@@ -96,6 +113,7 @@ export async function startBenchService(
       backend: backend.join(' + '),
       cryptoThreads: Number(cryptoThreads),
       running,
+      env,
       close: cleanup,
     };
   } catch (err) {

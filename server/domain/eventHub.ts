@@ -15,6 +15,11 @@ import type { EventRow, eventsStore } from '../../storage/events.js';
 import { EVENTS_TOPIC } from './events.js';
 /** Rows read per query while catching up. */
 const PAGE = 500;
+/**
+ * Sinks handed rows per turn of the event loop: a fan-out to hundreds of subscribers
+ * yields between slices, so reads waiting on the loop are not held behind it.
+ */
+const SLICE = 32;
 
 export interface EventSink {
   readonly projectId: string;
@@ -61,7 +66,9 @@ export function eventHub(deps: EventHubDeps) {
         let from = Infinity;
         for (const s of batch) from = Math.min(from, s.cursor);
         const rows = await events.after(projectId, from, PAGE);
-        for (const s of batch) {
+        for (let i = 0; i < batch.length; i++) {
+          if (i > 0 && i % SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+          const s = batch[i]!;
           if (!p.sinks.has(s)) continue;
           const mine = rows.filter((r) => r.id > s.cursor);
           if (mine.length === 0) continue;
