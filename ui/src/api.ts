@@ -83,6 +83,17 @@ export async function api<T = unknown>(method: 'GET' | 'POST' | 'PATCH' | 'DELET
   return data as T;
 }
 
+/**
+ * Opens a server-sent event stream (POST, as Infisical's event subscription is): the
+ * session cookie and the CSRF header as every write; the caller reads `res.body`.
+ */
+export function openEventStream(path: string, body: unknown, opts: { lastEventId?: string; signal: AbortSignal }): Promise<Response> {
+  const headers: Record<string, string> = { accept: 'text/event-stream', 'content-type': 'application/json' };
+  if (csrfToken) headers['x-csrf-token'] = csrfToken;
+  if (opts.lastEventId) headers['last-event-id'] = opts.lastEventId;
+  return fetch(path, { method: 'POST', headers, credentials: 'same-origin', body: JSON.stringify(body), signal: opts.signal });
+}
+
 /** A response body as JSON; undefined when it is empty or not JSON (a proxy's error page, say). */
 function parseBody(text: string): unknown {
   if (text === '') return undefined;

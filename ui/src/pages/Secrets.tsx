@@ -1,9 +1,10 @@
 // Secrets of one project: environment switcher, folder navigation with breadcrumbs, the
 // table (values hidden until revealed), add / edit / delete / bulk paste, history with
 // restore, search by key, export.
-import { batch, createEffect, createMemo, createResource, createSignal, For, on, onMount, Show, untrack, type JSX, type Resource } from 'solid-js';
+import { batch, createEffect, createMemo, createResource, createSignal, For, on, onCleanup, onMount, Show, untrack, type JSX, type Resource } from 'solid-js';
 import { api, confirmationFlags, errorText, readSecret, withQuery, type Confirmation, type Folder, type ImportedFolder, type Project, type Secret, type SecretImport, type SecretVersion, type Tag } from '../api';
 import { Badge, Button, Confirm, ConfirmDelete, CopyButton, createAction, submitWith, createConfirmation, createListView, Dialog, DialogForm, Empty, ErrorText, Field, formatDate, Icon, IconButton, Link, ListTable, Loaded, Pager, SearchBox, Table, TextField, useDialog, useId, valueOf } from '../components';
+import { watchProject } from '../liveEvents';
 import { location, navigate, rememberSecretsSearch } from '../router';
 
 const PAGE = 50;
@@ -91,6 +92,31 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
       }));
     },
   );
+  // Another person's change to this folder, or to a folder it imports, reloads what is shown.
+  const [liveNote, setLiveNote] = createSignal('');
+  createEffect(() => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const due = { secrets: false, imports: false };
+    const stop = watchProject(props.project.id, (e) => {
+      const here = e.type === 'resync' || e.places.some((p) => p.environment === env() && p.secretPath === path());
+      const imported = e.type === 'resync' || e.places.some((p) => valueOf(imports)?.some((i) => i.importEnv.slug === p.environment && i.importPath === p.secretPath));
+      if (here) due.secrets = true;
+      if (imported || (here && e.type === 'secret:import-mutation')) due.imports = true;
+      if (!due.secrets && !due.imports) return;
+      clearTimeout(timer);
+      // A burst of changes (a batch, an import) reloads once.
+      timer = setTimeout(() => {
+        if (due.secrets) void refetch();
+        if (due.imports) void refetchImports();
+        due.secrets = due.imports = false;
+        setLiveNote(`List updated with a change at ${new Date().toLocaleTimeString()}`);
+      }, 250);
+    });
+    onCleanup(() => {
+      clearTimeout(timer);
+      stop();
+    });
+  });
   const [addingImport, setAddingImport] = createSignal(false);
   const [removingImport, setRemovingImport] = createSignal<SecretImport>();
 
@@ -231,6 +257,9 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
             <Show when={(valueOf(secrets)?.length ?? 0) > 0}>
               {list.filtered().length} of {valueOf(secrets)!.length} secrets
             </Show>
+          </span>
+          <span class="sr-only" role="status" data-testid="live-note">
+            {liveNote()}
           </span>
         </div>
 
