@@ -68,6 +68,27 @@ export function eventsStore(sql: Queryable) {
     },
 
     /** Every secret key in the environment at `path` and below (a folder moved), grouped by folder path. */
+    /**
+     * The folders that import any of `places` (by environment slug and path), directly or
+     * through other imports, in the project: where an answer with imports changes too.
+     * The places themselves are not in the result.
+     */
+    async importersOf(projectId: string, places: readonly { environment: string; secretPath: string }[]): Promise<{ environment: string; secretPath: string }[]> {
+      if (places.length === 0) return [];
+      return sql<{ environment: string; secretPath: string }[]>`with recursive touched(env_id, path) as (
+          select e.id, p.path from unnest(${places.map((x) => x.environment)}::text[], ${places.map((x) => x.secretPath)}::text[]) as p(slug, path)
+            join environments e on e.slug = p.slug and e.project_id = ${projectId}
+          union
+          select f.environment_id, f.path from touched t
+            join secret_imports si on si.import_env_id = t.env_id and si.import_path = t.path
+            join folders f on f.id = si.folder_id
+        )
+        select e.slug as environment, t.path as secret_path from touched t join environments e on e.id = t.env_id
+        where not exists (select 1 from unnest(${places.map((x) => x.environment)}::text[], ${places.map((x) => x.secretPath)}::text[]) as q(slug, path)
+          where q.slug = e.slug and q.path = t.path)
+        order by e.slug, t.path`;
+    },
+
     async keysUnder(environmentId: string, path: string): Promise<{ path: string; keys: string[] }[]> {
       const rows = await sql<{ path: string; key: string }[]>`select f.path, s.key from secrets s join folders f on f.id = s.folder_id
         where f.environment_id = ${environmentId} and (${path} = '/' or f.path = ${path} or left(f.path, ${path.length + 1}) = ${path + '/'})

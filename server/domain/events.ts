@@ -9,6 +9,10 @@
 //   create/update/delete-secret-import → secret:import-mutation (the importing folder)
 //   update-folder (rename)             → secret:delete at the old paths, secret:create at the new
 //   update-environment (slug)          → the same, from the old slug to the new
+// and a secret create/update/delete also gives secret:import-mutation at every folder that
+// imports the changed one (directly or through other imports): their answers with imports
+// change too, and their subscribers (the operator watching prod / that imports /shared) must
+// hear it.
 // Everything else (protect-secret, tags, roles, a re-key, logins) changes no answer a
 // subscriber reads the events for: no event. A change that changes nothing writes no entry.
 import type { AuditEvent } from '../../storage/audit.js';
@@ -82,7 +86,19 @@ export async function eventDrafts(s: Pick<TxStores, 'events' | 'projects'>, entr
       await moved(s, environmentId, '/', { env: String(e.metadata!.oldSlug), path: (q) => q }, env, p.drafts);
     }
   }
-  for (const [id, p] of byProject) if (p.drafts.length === 0) byProject.delete(id);
+  for (const [id, p] of byProject) {
+    if (p.drafts.length === 0) {
+      byProject.delete(id);
+      continue;
+    }
+    const changed = p.drafts.filter((d) => d.type !== 'secret:import-mutation' && d.secretKeys.length > 0);
+    const places = [...new Map(changed.map((d) => [`${d.environment}\u0000${d.secretPath}`, { environment: d.environment, secretPath: d.secretPath }])).values()];
+    for (const imp of await s.events.importersOf(id, places)) {
+      if (!p.drafts.some((d) => d.type === 'secret:import-mutation' && d.environment === imp.environment && d.secretPath === imp.secretPath)) {
+        p.drafts.push({ type: 'secret:import-mutation', environment: imp.environment, secretPath: imp.secretPath, secretKeys: [] });
+      }
+    }
+  }
   return byProject;
 }
 

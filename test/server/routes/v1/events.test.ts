@@ -175,6 +175,33 @@ for (const backend of ['postgres+redis', 'embedded'] as Backend[]) {
       for (const v of [...Object.values(INVENTORY), 'v-b1', 'v-b1-2', 'v-app']) t.notOk(text.includes(v), 'no value in the table');
     });
 
+    await t.test('a change in an imported folder tells every folder importing it (import-mutation), transitively', async (t) => {
+      const project = { id: pid };
+      await svc.folders.create(SYSTEM, { project, environment: 'dev', parentPath: '/', name: 'base' });
+      const i1 = await svc.secretImports.create(SYSTEM, { project, environment: 'staging', path: '/', import: { environment: 'dev', path: '/base' } });
+      const i2 = await svc.secretImports.create(SYSTEM, { project, environment: 'prod', path: '/', import: { environment: 'staging', path: '/' } });
+      const sub = await Subscriber.open(urlB, token, { projectId: pid, register: [{ event: 'secret:import-mutation', conditions: { environmentSlug: 'prod', secretPath: '/' } }] });
+      t.teardown(() => sub.close());
+      const n0 = (await rows()).at(-1)!.id;
+      await svc.secrets.create(SYSTEM, { project, environment: 'dev', secretPath: '/base', key: 'BASE_KEY', value: 'v-base' });
+      t.same(
+        (await rows()).filter((r) => r.id > n0).map((r) => [r.type, r.environment, r.secretPath, keysOf(r)]),
+        [
+          ['secret:create', 'dev', '/base', ['BASE_KEY']],
+          ['secret:import-mutation', 'prod', '/', []],
+          ['secret:import-mutation', 'staging', '/', []],
+        ],
+      );
+      const f = await sub.next();
+      t.same([f.event, f.data.data.payload], ['secret:import-mutation', { environment: 'prod', secretPath: '/' }]);
+      // A folder nothing imports gives no import-mutation.
+      const n1 = (await rows()).at(-1)!.id;
+      await svc.secrets.create(SYSTEM, { project, environment: 'dev', secretPath: '/', key: 'NOT_IMPORTED', value: 'x' });
+      t.same((await rows()).filter((r) => r.id > n1).map((r) => r.type), ['secret:create']);
+      await svc.secretImports.remove(SYSTEM, { project, environment: 'prod', path: '/', id: i2.id });
+      await svc.secretImports.remove(SYSTEM, { project, environment: 'staging', path: '/', id: i1.id });
+    });
+
     await t.test('a write acknowledged on one replica reaches a subscriber of the other', async (t) => {
       const sub = await Subscriber.open(urlB, token, { projectId: pid, register: ALL });
       t.teardown(() => sub.close());
