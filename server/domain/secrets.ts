@@ -591,6 +591,134 @@ export function secretsDomain(deps: SecretsDeps) {
     return { grant, project: grant.project, env, path, reveal: answersValues(grant.access, env, path) };
   }
 
+  /** One secret's creation inside a change's transaction (create, and an upserted batch item). */
+  async function createIn(
+    tx: Pick<Change, 's' | 'audit' | 'invalidate'>,
+    actor: Actor | SystemActor,
+    where: { project: ProjectRecord; env: EnvironmentRow; path: string },
+    input: Omit<NewSecret, keyof Where>,
+  ): Promise<{ inserted: SecretCipherRow; tags: TagRow[] }> {
+    const { s, audit, invalidate } = tx;
+    const { project, env, path } = where;
+    const key = validateSecretName(input.key);
+    validateTexts(input.value, input.comment);
+    const id = randomUUID();
+    const folder = await folderForWrite(s, env, path);
+    if (await s.secrets.byKey(folder.id, key)) throw new AppError('BAD_REQUEST', 'Secret already exists');
+    const tags = input.tagIds ? await tagsForWrite(s, project, input.tagIds) : [];
+    const at = { projectId: project.id, environmentId: env.id, folderId: folder.id, secretId: id, key, version: 1 };
+    const { valueBlob, commentBlob, dataKeyId } = await sealVersion(crypto, s, project, at, input.value, input.comment);
+    const inserted = await s.secrets.insert({
+      id,
+      dataKeyId,
+      folderId: folder.id,
+      key,
+      valueBlob,
+      commentBlob,
+      skipMultilineEncoding: input.skipMultilineEncoding,
+      immutable: input.immutable,
+      ...auditActor(actor),
+    });
+    if (tags.length > 0) await s.secretTags.setLinks(id, tags.map((t) => t.id));
+    await secretWritten({ s, audit, invalidate }, { project, env, path, folderId: folder.id }, {
+      eventType: 'create-secret',
+      secretKey: key,
+      secretVersion: 1,
+      metadata: tags.length > 0 ? { tags: tags.map((t) => t.slug).join(',') } : undefined,
+    });
+    return { inserted, tags };
+  }
+
+  /** One secret's deletion inside a change's transaction (remove, and each item of a batch delete). */
+  async function removeIn(
+    tx: Pick<Change, 's' | 'audit' | 'invalidate'>,
+    where: { project: ProjectRecord; env: EnvironmentRow; path: string; reveal: boolean },
+    key: string,
+    allowImmutableChange: boolean | undefined,
+  ): Promise<{ row: SecretCipherRow; value: string | null; comment: string; tags: TagRow[] }> {
+    const { s, audit, invalidate } = tx;
+    const { project, env, path, reveal } = where;
+    const { folder, cur } = await lockSecret(s, env, path, key);
+    if (cur.immutable && !allowImmutableChange) {
+      throw new AppError('CONFLICT', `Secret '${key}' must never change; an explicit override is required to delete it`, REQUIRES_OVERRIDE);
+    }
+    const { values, comments } = await open(project, env, [cur], reveal);
+    const tags = await currentTags(s, project, cur.id);
+    await s.secrets.remove(cur.id);
+    await secretWritten({ s, audit, invalidate }, { project, env, path, folderId: folder.id }, {
+      eventType: 'delete-secret',
+      secretKey: key,
+      secretVersion: cur.version,
+      metadata: cur.immutable ? IMMUTABLE_OVERRIDE : undefined,
+    });
+    return { row: cur, value: reveal ? values[0]! : null, comment: comments[0]!, tags };
+  }
+
+  /**
+   * One secret's change inside a change's transaction (update, and each item of a batch
+   * change): a new version with what changed, or nothing at all when nothing does.
+   */
+  async function changeIn(
+    tx: Pick<Change, 's' | 'audit' | 'invalidate'>,
+    actor: Actor | SystemActor,
+    where: { project: ProjectRecord; env: EnvironmentRow; path: string; reveal: boolean },
+    input: Omit<SecretChange, keyof Where>,
+  ): Promise<{ row: SecretCipherRow; value: string | null; comment: string; tags: TagRow[] }> {
+    const { s, audit, invalidate } = tx;
+    const { project, env, path, reveal } = where;
+    const key = validateSecretName(input.key);
+    const newKey = input.newKey === undefined ? key : validateSecretName(input.newKey);
+    validateTexts(input.value, input.comment);
+    const { folder, cur } = await lockSecret(s, env, path, key);
+    const tags = input.tagIds ? await tagsForWrite(s, project, input.tagIds) : await currentTags(s, project, cur.id);
+    // The current value is opened only to be sealed again into the new version, or to be
+    // compared (and answered) for a caller who may read it; never for anyone else's answer.
+    const withValue = input.value === undefined || reveal;
+    const opened = await open(project, env, [cur], withValue);
+    const curValue = withValue ? opened.values[0]! : null;
+    const curComment = opened.comments[0]!;
+    const valueChanges = input.value !== undefined && !(reveal && input.value === curValue);
+    const unchanged =
+      !valueChanges &&
+      newKey === key &&
+      (input.comment === undefined || input.comment === curComment) &&
+      (input.skipMultilineEncoding === undefined || input.skipMultilineEncoding === cur.skipMultilineEncoding) &&
+      (input.tagIds === undefined || sameIds(tags, await currentTags(s, project, cur.id)));
+    if (unchanged) return { row: cur, value: curValue, comment: curComment, tags };
+    const overridden = cur.immutable && (valueChanges || newKey !== key);
+    if (overridden && !input.allowImmutableChange) {
+      throw new AppError('CONFLICT', `Secret '${key}' must never change; an explicit override is required to change it`, REQUIRES_OVERRIDE);
+    }
+    if (newKey !== key && (await s.secrets.byKey(folder.id, newKey))) throw new AppError('BAD_REQUEST', 'Secret already exists');
+    const value = input.value ?? curValue!;
+    const comment = input.comment ?? curComment;
+    const version = cur.version + 1;
+    const at = { projectId: project.id, environmentId: env.id, folderId: folder.id, secretId: cur.id, key: newKey, version };
+    const { valueBlob, commentBlob, dataKeyId } = await sealVersion(crypto, s, project, at, value, comment);
+    const row = await s.secrets.update({
+      id: cur.id,
+      dataKeyId,
+      key: newKey,
+      version,
+      valueBlob,
+      commentBlob,
+      skipMultilineEncoding: input.skipMultilineEncoding,
+      ...auditActor(actor),
+    });
+    if (input.tagIds) await s.secretTags.setLinks(cur.id, tags.map((t) => t.id));
+    await secretWritten({ s, audit, invalidate }, { project, env, path, folderId: folder.id }, {
+      eventType: 'update-secret',
+      secretKey: newKey,
+      secretVersion: version,
+      metadata: {
+        ...(newKey !== key ? { renamedFrom: key } : {}),
+        ...(overridden ? IMMUTABLE_OVERRIDE : {}),
+        ...(input.tagIds ? { tags: tags.map((t) => t.slug).join(',') } : {}),
+      },
+    });
+    return { row, value, comment, tags };
+  }
+
   return {
     /** The entity tag of an answer to `request` (route, its parameters and query text) built with `d` recording. */
     entityTag(request: string, d: AnswerDeps): string {
@@ -788,37 +916,11 @@ export function secretsDomain(deps: SecretsDeps) {
     },
 
     async create(actor: Actor | SystemActor, input: NewSecret): Promise<SecretView> {
-      const { grant, project, env, path } = await writeTo(actor, input, 'create');
-      const key = validateSecretName(input.key);
+      const w = await writeTo(actor, input, 'create');
+      validateSecretName(input.key);
       validateTexts(input.value, input.comment);
-      const id = randomUUID();
-      const row = await grant.run(async ({ s, audit, invalidate }) => {
-        const folder = await folderForWrite(s, env, path);
-        if (await s.secrets.byKey(folder.id, key)) throw new AppError('BAD_REQUEST', 'Secret already exists');
-        const tags = input.tagIds ? await tagsForWrite(s, project, input.tagIds) : [];
-        const at = { projectId: project.id, environmentId: env.id, folderId: folder.id, secretId: id, key, version: 1 };
-        const { valueBlob, commentBlob, dataKeyId } = await sealVersion(crypto, s, project, at, input.value, input.comment);
-        const inserted = await s.secrets.insert({
-          id,
-          dataKeyId,
-          folderId: folder.id,
-          key,
-          valueBlob,
-          commentBlob,
-          skipMultilineEncoding: input.skipMultilineEncoding,
-          immutable: input.immutable,
-          ...auditActor(actor),
-        });
-        if (tags.length > 0) await s.secretTags.setLinks(id, tags.map((t) => t.id));
-        await secretWritten({ s, audit, invalidate }, { project, env, path, folderId: folder.id }, {
-          eventType: 'create-secret',
-          secretKey: key,
-          secretVersion: 1,
-          metadata: tags.length > 0 ? { tags: tags.map((t) => t.slug).join(',') } : undefined,
-        });
-        return { inserted, tags };
-      });
-      return withTagRows(writtenView(grant.access, project, env, row.inserted, path, input.value, input.comment ?? ''), row.tags);
+      const row = await w.grant.run((tx) => createIn(tx, actor, w, input));
+      return withTagRows(writtenView(w.grant.access, w.project, w.env, row.inserted, w.path, input.value, input.comment ?? ''), row.tags);
     },
 
     /**
@@ -829,84 +931,79 @@ export function secretsDomain(deps: SecretsDeps) {
      * sent is a change (else the version number would tell them whether they guessed it).
      */
     async update(actor: Actor | SystemActor, input: SecretChange): Promise<SecretView> {
-      const { grant, project, env, path, reveal } = await writeTo(actor, input, 'edit');
-      const key = validateSecretName(input.key);
-      const newKey = input.newKey === undefined ? key : validateSecretName(input.newKey);
+      const w = await writeTo(actor, input, 'edit');
+      validateSecretName(input.key);
+      if (input.newKey !== undefined) validateSecretName(input.newKey);
       validateTexts(input.value, input.comment);
-      const result = await grant.run(async ({ s, audit, invalidate }) => {
-        const { folder, cur } = await lockSecret(s, env, path, key);
-        const tags = input.tagIds ? await tagsForWrite(s, project, input.tagIds) : await currentTags(s, project, cur.id);
-        // The current value is opened only to be sealed again into the new version, or to be
-        // compared (and answered) for a caller who may read it; never for anyone else's answer.
-        const withValue = input.value === undefined || reveal;
-        const opened = await open(project, env, [cur], withValue);
-        const curValue = withValue ? opened.values[0]! : null;
-        const curComment = opened.comments[0]!;
-        const valueChanges = input.value !== undefined && !(reveal && input.value === curValue);
-        const unchanged =
-          !valueChanges &&
-          newKey === key &&
-          (input.comment === undefined || input.comment === curComment) &&
-          (input.skipMultilineEncoding === undefined || input.skipMultilineEncoding === cur.skipMultilineEncoding) &&
-          (input.tagIds === undefined || sameIds(tags, await currentTags(s, project, cur.id)));
-        if (unchanged) return { row: cur, value: curValue, comment: curComment, tags };
-        const overridden = cur.immutable && (valueChanges || newKey !== key);
-        if (overridden && !input.allowImmutableChange) {
-          throw new AppError('CONFLICT', `Secret '${key}' must never change; an explicit override is required to change it`, REQUIRES_OVERRIDE);
-        }
-        if (newKey !== key && (await s.secrets.byKey(folder.id, newKey))) throw new AppError('BAD_REQUEST', 'Secret already exists');
-        const value = input.value ?? curValue!;
-        const comment = input.comment ?? curComment;
-        const version = cur.version + 1;
-        const at = { projectId: project.id, environmentId: env.id, folderId: folder.id, secretId: cur.id, key: newKey, version };
-        const { valueBlob, commentBlob, dataKeyId } = await sealVersion(crypto, s, project, at, value, comment);
-        const row = await s.secrets.update({
-          id: cur.id,
-          dataKeyId,
-          key: newKey,
-          version,
-          valueBlob,
-          commentBlob,
-          skipMultilineEncoding: input.skipMultilineEncoding,
-          ...auditActor(actor),
-        });
-        if (input.tagIds) await s.secretTags.setLinks(cur.id, tags.map((t) => t.id));
-        await secretWritten({ s, audit, invalidate }, { project, env, path, folderId: folder.id }, {
-          eventType: 'update-secret',
-          secretKey: newKey,
-          secretVersion: version,
-          metadata: {
-            ...(newKey !== key ? { renamedFrom: key } : {}),
-            ...(overridden ? IMMUTABLE_OVERRIDE : {}),
-            ...(input.tagIds ? { tags: tags.map((t) => t.slug).join(',') } : {}),
-          },
-        });
-        return { row, value, comment, tags };
-      });
-      return withTagRows(writtenView(grant.access, project, env, result.row, path, result.value, result.comment), result.tags);
+      const result = await w.grant.run((tx) => changeIn(tx, actor, w, input));
+      return withTagRows(writtenView(w.grant.access, w.project, w.env, result.row, w.path, result.value, result.comment), result.tags);
     },
 
     /** Deletes the secret (and its versions); returns it as it was (its value only to a caller who may read it, as Infisical does). */
     async remove(actor: Actor | SystemActor, input: Where & { key: string; allowImmutableChange?: boolean }): Promise<SecretView> {
-      const { grant, project, env, path, reveal } = await writeTo(actor, input, 'delete');
-      const key = validateSecretName(input.key);
-      const result = await grant.run(async ({ s, audit, invalidate }) => {
-        const { folder, cur } = await lockSecret(s, env, path, key);
-        if (cur.immutable && !input.allowImmutableChange) {
-          throw new AppError('CONFLICT', `Secret '${key}' must never change; an explicit override is required to delete it`, REQUIRES_OVERRIDE);
-        }
-        const { values, comments } = await open(project, env, [cur], reveal);
-        const tags = await currentTags(s, project, cur.id);
-        await s.secrets.remove(cur.id);
-        await secretWritten({ s, audit, invalidate }, { project, env, path, folderId: folder.id }, {
-          eventType: 'delete-secret',
-          secretKey: key,
-          secretVersion: cur.version,
-          metadata: cur.immutable ? IMMUTABLE_OVERRIDE : undefined,
-        });
-        return { row: cur, value: reveal ? values[0]! : null, comment: comments[0]!, tags };
+      const w = await writeTo(actor, input, 'delete');
+      validateSecretName(input.key);
+      const result = await w.grant.run((tx) => removeIn(tx, w, input.key, input.allowImmutableChange));
+      return withTagRows(writtenView(w.grant.access, w.project, w.env, result.row, w.path, result.value, result.comment), result.tags);
+    },
+
+    /**
+     * Changes many secrets in one transaction, all or none (Infisical's batch PATCH). An
+     * item may name its own folder (`secretPath`), checked for the caller as the batch's.
+     * mode `upsert`: an item whose secret does not exist is created there (the caller needs
+     * create there too, and the item a value); `failOnNotFound` (the default): 404.
+     */
+    async changeMany(
+      actor: Actor | SystemActor,
+      input: Where & { mode?: 'failOnNotFound' | 'upsert'; secrets: readonly (Omit<SecretChange, keyof Where> & { secretPath?: string })[] },
+    ): Promise<SecretView[]> {
+      const w = await writeTo(actor, input, 'edit');
+      if (input.secrets.length === 0) throw new AppError('VALIDATION', 'secrets must hold at least one secret');
+      if (input.secrets.length > MAX_BATCH) throw new AppError('VALIDATION', `secrets may hold at most ${MAX_BATCH} secrets`);
+      const seen = new Set<string>();
+      const items = input.secrets.map((x) => {
+        const key = validateSecretName(x.key);
+        if (x.newKey !== undefined) validateSecretName(x.newKey);
+        validateTexts(x.value, x.comment);
+        const path = x.secretPath === undefined ? w.path : normaliseSecretPath(x.secretPath);
+        if (path !== w.path) requireSecretsWrite(w.grant.access, 'edit', w.env.slug, path);
+        const place = `${path}\u0000${key}`;
+        if (seen.has(place)) throw new AppError('BAD_REQUEST', `Secret '${key}' appears more than once in the batch`);
+        seen.add(place);
+        return { ...x, key, at: { ...w, path, reveal: path === w.path ? w.reveal : answersValues(w.grant.access, w.env, path) } };
       });
-      return withTagRows(writtenView(grant.access, project, env, result.row, path, result.value, result.comment), result.tags);
+      const done = await w.grant.run(async (tx) => {
+        const out: { at: (typeof items)[number]['at']; row: SecretCipherRow; value: string | null; comment: string; tags: TagRow[] }[] = [];
+        for (const x of items) {
+          const folder = await folderForWrite(tx.s, x.at.env, x.at.path);
+          if (input.mode === 'upsert' && !(await tx.s.secrets.byKey(folder.id, x.key))) {
+            requireSecretsWrite(w.grant.access, 'create', x.at.env.slug, x.at.path);
+            if (x.value === undefined) throw new AppError('VALIDATION', `secretValue is required to create '${x.key}' (mode upsert)`);
+            if (x.newKey !== undefined && x.newKey !== x.key) throw new AppError('VALIDATION', `newSecretName cannot rename '${x.key}': it does not exist yet (mode upsert creates it)`);
+            const made = await createIn(tx, actor, x.at, { key: x.key, value: x.value, comment: x.comment, skipMultilineEncoding: x.skipMultilineEncoding, tagIds: x.tagIds });
+            out.push({ at: x.at, row: made.inserted, value: x.value, comment: x.comment ?? '', tags: made.tags });
+          } else {
+            out.push({ at: x.at, ...(await changeIn(tx, actor, x.at, x)) });
+          }
+        }
+        return out;
+      });
+      return done.map((r) => withTagRows(writtenView(w.grant.access, w.project, r.at.env, r.row, r.at.path, r.value, r.comment), r.tags));
+    },
+
+    /** Deletes many secrets of one folder in one transaction, all or none (Infisical's batch DELETE). */
+    async removeMany(actor: Actor | SystemActor, input: Where & { keys: readonly string[]; allowImmutableChange?: boolean }): Promise<SecretView[]> {
+      const w = await writeTo(actor, input, 'delete');
+      if (input.keys.length === 0) throw new AppError('VALIDATION', 'secrets must hold at least one secret');
+      if (input.keys.length > MAX_BATCH) throw new AppError('VALIDATION', `secrets may hold at most ${MAX_BATCH} secrets`);
+      const keys = input.keys.map(validateSecretName);
+      if (new Set(keys).size !== keys.length) throw new AppError('BAD_REQUEST', 'A secret appears more than once in the batch');
+      const done = await w.grant.run(async (tx) => {
+        const out = [];
+        for (const key of keys) out.push(await removeIn(tx, w, key, input.allowImmutableChange));
+        return out;
+      });
+      return done.map((r) => withTagRows(writtenView(w.grant.access, w.project, w.env, r.row, w.path, r.value, r.comment), r.tags));
     },
 
     /**

@@ -156,6 +156,43 @@ const batchBody = z.object({
     .max(MAX_BATCH, `secrets may hold at most ${MAX_BATCH} secrets`),
 });
 
+// Infisical's batch change and delete (PATCH and DELETE on the batch path; the .NET SDK's
+// BulkUpdateSecret, the Python and Go SDKs' bulk calls, the web UI's overwrite).
+const { secretName: _batchName, ...batchScope } = writeScope;
+const batchUpdateBody = z.object({
+  ...batchScope,
+  mode: z.enum(['failOnNotFound', 'upsert'], { error: 'mode must be "failOnNotFound" or "upsert"' }).optional(),
+  secrets: z
+    .array(
+      z.strictObject({
+        ...unsupportedLists,
+        ...reminders,
+        secretKey: z.string({ error: 'secretKey is required' }).max(255),
+        secretValue: value('secretValue').optional(),
+        secretComment: comment.optional(),
+        skipMultilineEncoding: z.boolean({ error: 'skipMultilineEncoding must be a boolean' }).optional(),
+        newSecretName: z.string({ error: 'newSecretName must be a string' }).max(255).optional(),
+        secretPath: z.string({ error: 'secretPath must be a string' }).max(1024).optional(),
+      }),
+      { error: 'secrets must be an array' },
+    )
+    .min(1, 'secrets must hold at least one secret')
+    .max(MAX_BATCH, `secrets may hold at most ${MAX_BATCH} secrets`),
+});
+const batchDeleteBody = z.object({
+  ...batchScope,
+  secrets: z
+    .array(
+      z.strictObject({
+        secretKey: z.string({ error: 'secretKey is required' }).max(255),
+        type: z.literal('shared', { error: 'type must be "shared": personal secrets are not supported' }).optional(),
+      }),
+      { error: 'secrets must be an array' },
+    )
+    .min(1, 'secrets must hold at least one secret')
+    .max(MAX_BATCH, `secrets may hold at most ${MAX_BATCH} secrets`),
+});
+
 export type ReadScope = { workspaceSlug?: string; workspaceId?: string; projectId?: string };
 export type WriteScope = { workspaceId?: string; projectSlug?: string; workspaceSlug?: string; projectId?: string };
 
@@ -362,6 +399,34 @@ export function registerSecretRoutes<L extends string, O extends string, B exten
         secrets: b.secrets.map((x) => ({ key: x.secretKey, ...contents(x) })),
         origin,
       });
+      return { body: { secrets: secrets.map(secretRaw) } };
+    },
+  );
+
+  api.patch(
+    paths.batch,
+    {
+      caller: 'any',
+      summary: 'Change many secrets in one transaction, all or none; mode upsert creates the missing ones',
+      body: batchUpdateBody,
+      response: z.object({ secrets: z.array(secretSchema) }),
+    },
+    async ({ actor, body: b, origin }) => {
+      const secrets = await svc.secrets.changeMany(actor, {
+        ...where(b),
+        mode: b.mode,
+        origin,
+        secrets: b.secrets.map((x) => ({ key: x.secretKey, ...contents(x), newKey: x.newSecretName, secretPath: x.secretPath, allowImmutableChange: b.overrideImmutable })),
+      });
+      return { body: { secrets: secrets.map(secretRaw) } };
+    },
+  );
+
+  api.delete(
+    paths.batch,
+    { caller: 'any', summary: 'Delete many secrets of one folder in one transaction, all or none', body: batchDeleteBody, response: z.object({ secrets: z.array(secretSchema) }) },
+    async ({ actor, body: b, origin }) => {
+      const secrets = await svc.secrets.removeMany(actor, { ...where(b), keys: b.secrets.map((x) => x.secretKey), allowImmutableChange: b.overrideImmutable, origin });
       return { body: { secrets: secrets.map(secretRaw) } };
     },
   );

@@ -1,5 +1,5 @@
 // A value only to a reader, in the answers to writes: every route that writes a secret
-// and answers it (create, change, rename, delete, batch create, in v3 and v4, and version
+// and answers it (create, change, rename, delete, batch create, change and delete, in v3 and v4, and version
 // restore) is driven by identities whose custom roles may write but not read values
 // (`describeSecret`+`edit`, `describeSecret`+`delete`, `describeSecret`+`create`, and
 // `create` alone). Each raw answer body is searched for every value stored or sent; an
@@ -78,7 +78,7 @@ t.test('write answers carry values only for callers who may read them', async (t
       const at = v === 'v3' ? { workspaceId: P, environment: 'prod', secretPath: '/' } : { projectId: P, environment: 'prod', secretPath: '/' };
       const k = (what: string) => `${who}_${v}_${what}`.toUpperCase().replaceAll('-', '_');
       const ids: Record<string, string> = {};
-      for (const what of ['comment', 'nothing', 'same', 'value', 'rename', 'tags', 'skip', 'delete']) ids[what] = await seed(k(what));
+      for (const what of ['comment', 'nothing', 'same', 'value', 'rename', 'tags', 'skip', 'delete', 'bchange', 'bdelete']) ids[what] = await seed(k(what));
       calls.push(
         [`${v} create`, 'POST', one(k('new')), { ...at, secretValue: sent('create'), secretComment: 'c' }],
         [`${v} change the comment only`, 'PATCH', one(k('comment')), { ...at, secretComment: 'another comment' }],
@@ -90,6 +90,8 @@ t.test('write answers carry values only for callers who may read them', async (t
         [`${v} change the multiline flag`, 'PATCH', one(k('skip')), { ...at, skipMultilineEncoding: true }],
         [`${v} delete`, 'DELETE', one(k('delete')), { ...at }],
         [`${v} batch create`, 'POST', batch, { ...at, secrets: [{ secretKey: k('b1'), secretValue: sent('batch1') }, { secretKey: k('b2'), secretValue: sent('batch2') }] }],
+        [`${v} batch change`, 'PATCH', batch, { ...at, secrets: [{ secretKey: k('bchange'), secretValue: sent('bchange') }] }],
+        [`${v} batch delete`, 'DELETE', batch, { ...at, secrets: [{ secretKey: k('bdelete') }] }],
       );
       if (v === 'v3') {
         const r1 = await seed(k('restore'));
@@ -122,7 +124,7 @@ t.test('write answers carry values only for callers who may read them', async (t
         }
       }
       // What each role may do, it did (the answers searched were successes, not only refusals).
-      const expected: Record<string, number> = { 'describe-edit': 2 * 7 + 2, 'describe-delete': 2, 'describe-create': 4, 'create-only': 0 };
+      const expected: Record<string, number> = { 'describe-edit': 2 * 8 + 2, 'describe-delete': 4, 'describe-create': 4, 'create-only': 0 };
       t.equal(succeeded, expected[slug], `${slug}: ${expected[slug]} writes succeeded`);
     });
   }
@@ -135,7 +137,7 @@ t.test('write answers carry values only for callers who may read them', async (t
       if (/stored-value/.test(r.text)) carried++;
       for (const x of nameds(r.body)) t.equal(x.secretValueHidden, false, `${what}: not hidden`);
     }
-    t.equal(carried, 2 * 10 + 2, 'every answer carries its value');
+    t.equal(carried, 2 * 12 + 2, 'every answer carries its value');
   });
 
   await t.test('a write that changes nothing writes no version and no audit entry', async (t) => {

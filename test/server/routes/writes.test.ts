@@ -759,6 +759,31 @@ t.test('every state-changing route goes through the write pipeline', async (t) =
           observe: (r, c) => values(r, c.slug!),
           changed: becomes({}, { A: '1', B: '2' }),
         },
+        {
+          route: `PATCH ${batch}`,
+          events: ['update-secret', 'create-secret'],
+          prepare: withSecret,
+          call: (r, c) =>
+            r.call('PATCH', batch, admin, {
+              ...at(c),
+              environment: 'prod',
+              mode: 'upsert',
+              secrets: [
+                { secretKey: 'K', secretValue: 'new' },
+                { secretKey: 'U', secretValue: 'up' },
+              ],
+            }),
+          observe: (r, c) => values(r, c.slug!),
+          changed: becomes({ K: 'old' }, { K: 'new', U: 'up' }),
+        },
+        {
+          route: `DELETE ${batch}`,
+          events: ['delete-secret'],
+          prepare: withSecret,
+          call: (r, c) => r.call('DELETE', batch, admin, { ...at(c), environment: 'prod', secrets: [{ secretKey: 'K' }] }),
+          observe: (r, c) => values(r, c.slug!),
+          changed: becomes({ K: 'old' }, {}),
+        },
       ];
     }),
     ...((): Case[] => {
