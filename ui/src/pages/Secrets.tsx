@@ -1,11 +1,12 @@
 // Secrets of one project: environment switcher, folder navigation with breadcrumbs, the
 // table (values hidden until revealed), add / edit / delete / bulk paste, history with
 // restore, search by key, export.
-import { batch, createEffect, createMemo, createResource, createSignal, For, on, onCleanup, onMount, Show, untrack, type JSX, type Resource } from 'solid-js';
+import { batch, createEffect, createResource, createSignal, For, on, onCleanup, onMount, Show, untrack, type JSX, type Resource } from 'solid-js';
 import { api, confirmationFlags, errorText, readSecret, withQuery, type Confirmation, type Folder, type ImportedFolder, type Project, type Secret, type SecretImport, type SecretVersion, type Tag } from '../api';
 import { Badge, Button, Confirm, ConfirmDelete, CopyButton, createAction, submitWith, createConfirmation, createListView, Dialog, DialogForm, Empty, ErrorText, Field, formatDate, Icon, IconButton, Link, ListTable, Loaded, Pager, SearchBox, Table, TextField, useDialog, useId, valueOf } from '../components';
 import { watchProject } from '../liveEvents';
 import { location, navigate, rememberSecretsSearch } from '../router';
+import { BulkImport } from './BulkImport';
 
 const PAGE = 50;
 const HISTORY_PAGE = 10;
@@ -15,35 +16,6 @@ export function normalisePath(p: string | null | undefined): string {
   return `/${parts.join('/')}`;
 }
 
-export function parseBulk(text: string): { entries: { key: string; value: string }[]; errors: string[] } {
-  const entries: { key: string; value: string }[] = [];
-  const errors: string[] = [];
-  const seen = new Set<string>();
-  text.split(/\r?\n/).forEach((raw, i) => {
-    let line = raw.trim();
-    if (line === '' || line.startsWith('#')) return;
-    if (line.startsWith('export ')) line = line.slice(7).trim();
-    const eq = line.indexOf('=');
-    if (eq <= 0) {
-      errors.push(`Line ${i + 1}: expected KEY=value`);
-      return;
-    }
-    const key = line.slice(0, eq).trim();
-    let value = line.slice(eq + 1).trim();
-    if (value.length >= 2 && (value[0] === '"' || value[0] === "'") && value[value.length - 1] === value[0]) value = value.slice(1, -1);
-    if (!/^[A-Za-z_][A-Za-z0-9_.-]*$/.test(key)) {
-      errors.push(`Line ${i + 1}: “${key}” is not a valid key`);
-      return;
-    }
-    if (seen.has(key)) {
-      errors.push(`Line ${i + 1}: ${key} appears twice`);
-      return;
-    }
-    seen.add(key);
-    entries.push({ key, value });
-  });
-  return { entries, errors };
-}
 
 export function SecretsScreen(props: { project: Project; onProjectChanged: () => void }) {
   const envs = () => [...props.project.environments].sort((a, b) => a.position - b.position);
@@ -388,7 +360,7 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
         <SecretForm scope={scope()} tags={valueOf(projectTags) ?? []} secret={editing()} onSaved={refresh} />
       </Dialog>
       <Dialog open={bulk()} title="Bulk paste" onClose={() => setBulk(false)} wide>
-        <BulkForm scope={scope()} existing={(valueOf(secrets) ?? []).map((s) => s.secretKey)} onSaved={refresh} />
+        <BulkImport scope={scope()} existing={(valueOf(secrets) ?? []).map((s) => s.secretKey)} onSaved={refresh} />
       </Dialog>
       <Dialog open={history() !== undefined} title={`History of ${history()?.secretKey ?? ''}`} onClose={() => setHistory(undefined)} wide>
         <History secret={history()!} onRestored={refresh} />
@@ -573,51 +545,6 @@ function SecretForm(props: { scope: Scope; tags: Tag[]; secret?: Secret; onSaved
 }
 
 /** Many KEY=value lines at once: checked as they are typed, added all or none. */
-function BulkForm(props: { scope: Scope; existing: string[]; onSaved: () => void }) {
-  const dialog = useDialog();
-  const [text, setText] = createSignal('');
-  const id = useId('bulk');
-  const parsed = createMemo(() => parseBulk(text()));
-  const clashes = createMemo(() => {
-    const have = new Set(props.existing);
-    return parsed().entries.filter((e) => have.has(e.key)).map((e) => e.key);
-  });
-  const submit = async () => {
-    if (parsed().errors.length > 0 || parsed().entries.length === 0) {
-      throw new Error(parsed().entries.length === 0 ? 'Paste at least one KEY=value line' : 'Fix the lines listed above first');
-    }
-    await api('POST', '/api/v4/secrets/batch', { body: { ...props.scope, secrets: parsed().entries.map((x) => ({ secretKey: x.key, secretValue: x.value })) } });
-    props.onSaved();
-    dialog.close();
-  };
-  return (
-    <DialogForm onSubmit={submit} submitLabel={<>Add {parsed().entries.length || ''} secrets</>}>
-      <Field
-        label="KEY=value lines"
-        for={id}
-        hint={
-          <>
-            One secret per line into <strong>{props.scope.environment}</strong> <span class="mono">{props.scope.secretPath}</span>. Blank lines and lines starting with # are skipped; quotes around a value are removed. All are added or none.
-          </>
-        }
-      >
-        <textarea id={id} class="mono" rows="12" value={text()} onInput={(e) => setText(e.currentTarget.value)} spellcheck={false} autocomplete="off" placeholder={'DATABASE_URL=postgres://…\nAPI_KEY=…'} />
-      </Field>
-      <div class="bulk-summary" aria-live="polite">
-        <Badge tone={parsed().entries.length ? 'accent' : 'neutral'}>{parsed().entries.length} secrets</Badge>
-        <Show when={clashes().length > 0}>
-          <span class="warn-text small">Already here: {clashes().join(', ')}</span>
-        </Show>
-      </div>
-      <Show when={parsed().errors.length > 0}>
-        <ul class="error-list" role="alert">
-          <For each={parsed().errors.slice(0, 8)}>{(m) => <li>{m}</li>}</For>
-        </ul>
-      </Show>
-    </DialogForm>
-  );
-}
-
 /** The versions of one secret, newest first, a page at a time; any older one can be restored. */
 function History(props: { secret: Secret; onRestored: () => void }) {
   const dialog = useDialog();
