@@ -36,7 +36,7 @@ import { secretImportsDomain, type SecretImportsDomain } from './domain/secretIm
 import { renderedListPrefix, secretsDomain, type SecretsDomain } from './domain/secrets.js';
 import { tagsDomain, type TagsDomain } from './domain/tags.js';
 import { folderSnapshots } from './domain/snapshots.js';
-import { randomSetupCode, setupCode, usersDomain, type SetupCode, type UsersDomain } from './domain/users.js';
+import { setupCode, usersDomain, type SetupCode, type UsersDomain } from './domain/users.js';
 
 export interface Services {
   db: Database;
@@ -158,10 +158,12 @@ function describe(err: unknown): string {
 
 /**
  * Production mode on an instance without its superadmin: the first visit needs a setup
- * code, SETUP_TOKEN's or a random one printed here, once (never again, never audited).
- * SETUP_TOKEN leaves the configuration and process.env either way.
+ * code, SETUP_TOKEN's or, unset, the one derived from AUTH_SECRET (the same on every
+ * replica and across restarts; `vault-standalone setup-code` prints it). The log says
+ * where it comes from, never the code. SETUP_TOKEN leaves the configuration and
+ * process.env either way.
  */
-async function firstVisitCode(config: Config, store: Store, log: Logger): Promise<SetupCode | undefined> {
+async function firstVisitCode(config: Config, derived: string, store: Store, log: Logger): Promise<SetupCode | undefined> {
   const required = setupCodeRequired(config);
   const fromEnv = config.setupToken;
   delete (config as Partial<Config>).setupToken;
@@ -171,12 +173,12 @@ async function firstVisitCode(config: Config, store: Store, log: Logger): Promis
     log.info('first visit: registering the superadmin needs the setup code from SETUP_TOKEN');
     return setupCode(fromEnv);
   }
-  const code = randomSetupCode();
   log.warn(
-    `first visit: registering the superadmin needs this one-time setup code: ${code} ` +
-      '(printed once, at this start only; set SETUP_TOKEN to choose it, as every replica must share it)',
+    'first visit: registering the superadmin needs the setup code derived from AUTH_SECRET; ' +
+      'print it with `vault-standalone setup-code` in the service\'s environment ' +
+      '(Kubernetes: kubectl exec deploy/<name> -- node dist/server/cli/main.js setup-code)',
   );
-  return setupCode(code);
+  return setupCode(derived);
 }
 
 export interface ServiceOptions extends ServiceHooks {
@@ -301,7 +303,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
     });
     const snapshots = folderSnapshots({ store, caches });
     const lockout = { maxAttempts: config.loginMaxAttempts, seconds: config.loginLockoutSeconds };
-    const firstVisit = opts.firstVisit === false ? undefined : await firstVisitCode(config, store, log);
+    const firstVisit = opts.firstVisit === false ? undefined : await firstVisitCode(config, authKeys.setupCode, store, log);
     const loginBudget = sourceBudget({ max: config.loginSourceMaxAttempts, windowSeconds: config.loginSourceWindowSeconds });
     const users = await usersDomain({
       store,

@@ -205,6 +205,24 @@ export interface AuthKeys {
   identity: IdentityTokens;
   sessions: UserSessionTokens;
   loginAttempts: (normalisedEmail: string, source: string) => Buffer;
+  /** The first visit's setup code when SETUP_TOKEN is unset (see setupCodeFrom). */
+  setupCode: string;
+}
+
+/**
+ * The first visit's setup code derived from AUTH_SECRET (HKDF, its own purpose): every
+ * replica and every restart of one instance has the same code, nothing in a chart's values
+ * or a rendered manifest predicts it, and it reveals nothing of AUTH_SECRET. Whoever holds
+ * AUTH_SECRET can read it (`vault-standalone setup-code`), and already controls the
+ * instance anyway. 128 bits, as lowercase hex in groups of four.
+ */
+export function setupCodeFrom(authSecret: Buffer): string {
+  const raw = Buffer.from(deriveKey(authSecret, 'first-visit-setup-code').subarray(0, 16));
+  try {
+    return raw.toString('hex').match(/.{4}/g)!.join('-');
+  } finally {
+    raw.fill(0);
+  }
 }
 
 /**
@@ -214,7 +232,12 @@ export interface AuthKeys {
  */
 export function deriveAuthKeys(authSecret: Buffer): AuthKeys {
   try {
-    return { identity: identityTokens(authSecret), sessions: userSessionTokens(authSecret), loginAttempts: loginAttemptKeys(authSecret) };
+    return {
+      identity: identityTokens(authSecret),
+      sessions: userSessionTokens(authSecret),
+      loginAttempts: loginAttemptKeys(authSecret),
+      setupCode: setupCodeFrom(authSecret),
+    };
   } finally {
     authSecret.fill(0);
   }

@@ -24,7 +24,11 @@ keep the key (or data/dev-keys.env) backed up separately; without it the backup 
 
 Options:
   --out FILE   where to write the backup (refused if it exists)
-  -h, --help   this help`;
+  -h, --help   this help
+
+Exit codes: 0 the backup is written; 1 failure, nothing written (FILE exists,
+DATABASE_URL is set, no embedded database in DATA_DIR, the running service or the
+folder could not be read); 2 usage error (no --out, an unknown option).`;
 
 export const backup: Command = {
   name: 'backup',
@@ -75,7 +79,11 @@ backup was taken under.
 
 Options:
   --in FILE    the backup
-  -h, --help   this help`;
+  -h, --help   this help
+
+Exit codes: 0 restored; 1 failure, DATA_DIR left as it was (FILE unreadable or
+damaged, DATA_DIR already holds a database, DATABASE_URL is set); 2 usage error
+(no --in, an unknown option).`;
 
 export const restore: Command = {
   name: 'restore',

@@ -93,11 +93,14 @@ export function callerPath(env: Record<string, string | undefined>, path: string
   return resolve(env.INIT_CWD || process.cwd(), path);
 }
 
-/** The service's log as plain lines on stderr, for commands that start the services. */
+/**
+ * The service's log for commands that start the services: its warnings and errors as
+ * plain lines on stderr. Its start-up information (migrations, audit head, sweeps) is
+ * the service's chatter, not the command's output, and is left out.
+ */
 export const stderrLog = (io: Io): Logger =>
   textLogger(
     {
-      info: (m) => io.err(m),
       warn: (m) => io.err(`warning: ${m}`),
       error: (m) => io.err(`error: ${m}`),
     },

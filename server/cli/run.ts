@@ -1,5 +1,6 @@
 // The command line's dispatcher: the commands, usage, and how a command's error becomes
 // an exit code. main.ts is the installed entry; tests drive runCli with hooks.
+import { readFileSync } from 'node:fs';
 import { auditVerify } from './auditVerify.js';
 import { backup, restore } from './backup.js';
 import { CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, type Command, type CommandHooks, type Io } from './command.js';
@@ -9,13 +10,25 @@ import { rekey } from './rekey.js';
 import { resetPassword } from './resetPassword.js';
 import { rotateKey } from './rotateKey.js';
 import { seedInventory } from './seedInventory.js';
+import { setupCode } from './setupCode.js';
 
-const COMMANDS: Command[] = [generateBootstrap, seedInventory, rotateKey, rekey, hsmInit, auditVerify, resetPassword, backup, restore];
+const COMMANDS: Command[] = [generateBootstrap, seedInventory, rotateKey, rekey, hsmInit, auditVerify, resetPassword, setupCode, backup, restore];
+
+/** The package's version (server/cli or dist/server/cli → the package root). */
+export function packageVersion(): string {
+  try {
+    const url = new URL(import.meta.url.endsWith('.ts') ? '../../package.json' : '../../../package.json', import.meta.url);
+    return (JSON.parse(readFileSync(url, 'utf8')) as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+}
 
 function usage(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
   return [
     'Usage: vault-standalone <command> [options]',
+    '       vault-standalone --version',
     '',
     'Commands:',
     ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
@@ -47,6 +60,10 @@ export async function runCli(argv: string[], hooks?: CommandHooks): Promise<numb
   if (name === undefined) {
     io.err(usage());
     return EXIT_USAGE;
+  }
+  if (name === '--version' || name === '-V') {
+    io.out(`vault-standalone ${packageVersion()} (node ${process.version})`);
+    return EXIT_OK;
   }
   if (name === '--help' || name === '-h' || name === 'help') {
     const topic = name === 'help' ? COMMANDS.find((c) => c.name === rest[0]) : undefined;

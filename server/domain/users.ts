@@ -121,11 +121,6 @@ export function setupCode(code: string): SetupCode {
   };
 }
 
-/** 128 random bits, typed by a person from the log: groups of lowercase hex. */
-export function randomSetupCode(): string {
-  return randomBytes(16).toString('hex').match(/.{4}/g)!.join('-');
-}
-
 export async function usersDomain(deps: UsersDeps) {
   const { store, crypto, sessions, emailKey, bus, changes, lockout, budget } = deps;
 
@@ -253,7 +248,7 @@ export async function usersDomain(deps: UsersDeps) {
       const code = deps.setupCode;
       if (code?.active) {
         if (input.setupCode === undefined || input.setupCode.trim() === '') {
-          throw new AppError('VALIDATION', 'setupCode is required: this instance runs in production mode (the code is SETUP_TOKEN, or was printed to the log at start)');
+          throw new AppError('VALIDATION', 'setupCode is required: this instance runs in production mode (the code is SETUP_TOKEN, or else `vault-standalone setup-code` prints it)');
         }
         if (!code.matches(input.setupCode)) throw new AppError('FORBIDDEN', 'Invalid setup code');
       } else if (input.setupCode !== undefined) {

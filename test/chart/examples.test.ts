@@ -37,7 +37,7 @@ t.test('ClusterSecretStore: hostAPI is the chart service root plus /api', async 
   const [, svc, namespace] = m ?? [];
   t.equal(chartName, 'vault-standalone');
   t.equal(svc, serviceName('vault', chartName), 'service name follows the naming rule (release "vault")');
-  t.equal(svc, 'vault-vault-standalone-vault-standalone');
+  t.equal(svc, 'vault-vault-standalone');
   t.equal(namespace, 'vault');
   t.notMatch(hostAPI, /:30445/, 'in-cluster address, not the node port');
 });
@@ -59,5 +59,5 @@ t.test('README: force-sync and helm usage', async (t) => {
   t.match(readme, 'kubectl annotate externalsecret <name> -n <ns> force-sync=$(date +%s) --overwrite');
   t.match(readme, 'helm lint chart/vault-standalone');
   t.match(readme, /helm template vault chart\/vault-standalone [^\n]*-f values\.yaml/);
-  t.match(readme, 'vault-vault-standalone-vault-standalone');
+  t.match(readme, 'vault-vault-standalone');
 });

@@ -61,7 +61,7 @@ t.test('Application: the chart vault-standalone at the chart version, release va
   t.equal(source.chart, chart.name, 'chart name from Chart.yaml');
   t.equal(source.chart, 'vault-standalone');
   t.equal(source.targetRevision, chart.version, 'targetRevision is the chart version');
-  t.equal(source.targetRevision, '1.7.2');
+  t.equal(source.targetRevision, '2.0.0');
   t.match(source.repoURL, /REPLACE_ME/, 'the repository is a marked placeholder');
   const release = getPath(source, ['helm', 'releaseName']) as string;
   const namespace = getPath(application, ['spec', 'destination', 'namespace']);

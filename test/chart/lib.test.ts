@@ -136,9 +136,11 @@ t.test('schema validator subset', async (t) => {
 });
 
 t.test('naming rule', async (t) => {
-  t.equal(serviceName('vault', 'vault-standalone'), 'vault-vault-standalone-vault-standalone');
-  const long = serviceName('a'.repeat(40), 'vault-standalone');
+  t.equal(serviceName('vault', 'vault-standalone'), 'vault-vault-standalone');
+  t.equal(serviceName('vault-standalone', 'vault-standalone'), 'vault-standalone', 'collapsed');
+  t.equal(serviceName('prod-vault-standalone', 'vault-standalone'), 'prod-vault-standalone');
+  const long = serviceName('a'.repeat(50), 'vault-standalone');
   t.equal(long.length, 63);
   t.notOk(long.endsWith('-'));
-  t.equal(serviceName('x'.repeat(29), 'vault-standalone'), `${'x'.repeat(29)}-vault-standalone-vault-standalone`.slice(0, 63));
+  t.equal(serviceName('x'.repeat(50), 'vault-standalone'), `${'x'.repeat(50)}-vault-standalone`.slice(0, 63));
 });

@@ -342,8 +342,9 @@ export function validate(root: Schema, value: unknown, schema: Schema = root, at
 // ---------------------------------------------------------------------------
 
 /** The chart's naming rule, as _helpers.tpl states it: release + chart + chart, max 63. */
+/** Helm's convention, as _helpers.tpl's fullname: <release>-<chart>, or the release alone when it contains the chart name. */
 export function serviceName(release: string, chart: string): string {
-  return `${release}-${chart}-${chart}`.slice(0, 63).replace(/-+$/, '');
+  return (release.includes(chart) ? release : `${release}-${chart}`).slice(0, 63).replace(/-+$/, '');
 }
 
 // ---------------------------------------------------------------------------

@@ -6,7 +6,7 @@
 // Debian's Go is too old to build it); templates are checked as text.
 import t from 'tap';
 import { parse } from 'yaml';
-import { documents, readRepo, validate, yamlBlocks, type Schema } from './lib.js';
+import { documents, readRepo, repoHas, validate, yamlBlocks, type Schema } from './lib.js';
 
 const tpl = (name: string) => readRepo('chart', 'vault-standalone', 'templates', name);
 const values = parse(readRepo('chart', 'vault-standalone', 'values.yaml')) as Record<string, any>;
@@ -20,7 +20,7 @@ t.test('values.yaml (yaml library) validates, with production defaults', async (
   t.equal(values.ingress.enabled, false);
   t.equal(values.serviceMonitor.enabled, false);
   t.equal(values.metrics.enabled, false);
-  t.equal(values.setupToken.enabled, true);
+  t.same(values.setupToken, { existingSecret: '', existingSecretKey: 'SETUP_TOKEN' }, 'no generated token: the service derives the code');
   t.equal(values.keyProvider.type, 'local');
   t.same(Object.keys(values.keyProvider.pkcs11).sort(), ['keyLabel', 'module', 'moduleVolume', 'pinSecret', 'tokenLabel']);
   t.notOk('persistence' in values.redis, 'the bundled Redis keeps nothing');
@@ -77,9 +77,9 @@ t.test('Ingress: optional, class, host and TLS secret from values', async (t) =>
   const ing = tpl('ingress.yaml');
   t.match(ing, /^\{\{- if \.Values\.ingress\.enabled \}\}/);
   t.match(ing, /ingressClassName: \{\{ \. \| quote \}\}/);
-  t.match(ing, /secretName: \{\{ \. \| quote \}\}/);
-  t.match(ing, /- host: \{\{ \.Values\.ingress\.host \| quote \}\}/);
-  t.match(ing, /fail "ingress\.enabled: set ingress\.host"/);
+  t.match(ing, /secretName: \{\{ \.Values\.ingress\.tlsSecretName \| quote \}\}/);
+  t.match(ing, /- host: \{\{ required "ingress\.hosts\[\]\.host is required" \.host \| quote \}\}/);
+  t.match(ing, /fail "ingress\.enabled: set ingress\.hosts \(or ingress\.host\)"/);
   t.match(ing, /port:\n\s+name: http/);
 });
 
@@ -94,8 +94,8 @@ t.test('ServiceMonitor: optional, scrapes the metrics port; metrics on their own
 });
 
 t.test('more than one replica: anti-affinity and topology spread over nodes', async (t) => {
-  t.match(deployment, /\{\{- else if gt \(int \.Values\.replicaCount\) 1 \}\}\n(.*\n)*?\s+podAntiAffinity:/);
-  t.match(deployment, /\{\{- if gt \(int \.Values\.replicaCount\) 1 \}\}\n\s+topologySpreadConstraints:\n\s+- maxSkew: 1\n\s+topologyKey: kubernetes\.io\/hostname/);
+  t.match(deployment, /\{\{- else if include "vault-standalone\.multiReplica" \. \}\}\n(.*\n)*?\s+podAntiAffinity:/);
+  t.match(deployment, /\{\{- if include "vault-standalone\.multiReplica" \. \}\}\n\s+topologySpreadConstraints:\n\s+- maxSkew: 1\n\s+topologyKey: kubernetes\.io\/hostname/);
 });
 
 t.test('no hard-coded architecture anywhere in the chart', async (t) => {
@@ -103,17 +103,13 @@ t.test('no hard-coded architecture anywhere in the chart', async (t) => {
   t.notMatch(readRepo('chart', 'vault-standalone', 'values.yaml'), /kubernetes\.io\/arch:/);
 });
 
-t.test('SETUP_TOKEN: generated once into a kept Secret outside the checksum, or an existing Secret', async (t) => {
-  const st = tpl('setup-token.yaml');
-  t.match(st, /^\{\{- if and \.Values\.setupToken\.enabled \(not \.Values\.setupToken\.existingSecret\) \}\}/);
-  t.match(st, /setup-token: \{\{ include "vault-standalone\.setupToken" \. \| b64enc \| quote \}\}/);
-  t.match(st, /helm\.sh\/resource-policy: keep/);
-  t.notMatch(tpl('secret.yaml'), /setup-token/, 'not in the Secret whose checksum rolls the pods');
-  t.notMatch(deployment, /setup-token\.yaml/, 'no checksum of it either');
+t.test('SETUP_TOKEN: only from an existing Secret; otherwise nothing generated, nothing looked up', async (t) => {
+  t.notOk(repoHas('chart', 'vault-standalone', 'templates', 'setup-token.yaml'), 'no generated setup-token Secret');
   const helpers = tpl('_helpers.tpl');
-  t.match(helpers, /lookup "v1" "Secret" \.Release\.Namespace \(include "vault-standalone\.setupTokenSecretName" \.\)/);
-  t.match(helpers, /randAlphaNum 48/);
-  t.match(deployment, /- name: SETUP_TOKEN\n\s+valueFrom:\n\s+secretKeyRef:\n\s+\{\{- if \.Values\.setupToken\.existingSecret \}\}\n\s+name: \{\{ \.Values\.setupToken\.existingSecret \| quote \}\}\n\s+key: \{\{ \.Values\.setupToken\.existingSecretKey \| quote \}\}\n\s+\{\{- else \}\}\n\s+name: \{\{ include "vault-standalone\.setupTokenSecretName" \. \}\}\n\s+key: setup-token/);
+  t.notMatch(helpers, /\blookup\b/, 'nothing looked up (Argo CD renders with helm template)');
+  t.notMatch(helpers, /randAlphaNum|randAlpha|randAscii/, 'nothing random: every render is the same');
+  t.match(deployment, /\{\{- with \.Values\.setupToken\.existingSecret \}\}\n(.*\n)*?\s+- name: SETUP_TOKEN\n\s+valueFrom:\n\s+secretKeyRef:\n\s+name: \{\{ \. \| quote \}\}\n\s+key: \{\{ \$\.Values\.setupToken\.existingSecretKey \| quote \}\}/);
+  t.match(tpl('NOTES.txt'), /node dist\/server\/cli\/main\.js setup-code/, 'the NOTES show the command that prints the derived code');
 });
 
 t.test('PKCS#11: the five settings, the PIN as a file, the module mounted read-only', async (t) => {

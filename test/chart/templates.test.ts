@@ -34,10 +34,11 @@ function assertPod(t: Test, pod: string, uid: number) {
   t.match(pod, /^\s+seccompProfile:\n\s+type: RuntimeDefault$/m);
 }
 
-t.test('naming helper: release name + chart name twice', async (t) => {
+t.test("naming helper: Helm's <release>-<name>, collapsed when the release holds the name", async (t) => {
   const body = defineBody(helpers, 'vault-standalone.fullname');
   t.ok(body, 'vault-standalone.fullname is defined');
-  t.match(body, /printf "%s-%s-%s" \.Release\.Name \.Chart\.Name \.Chart\.Name \| trunc 63 \| trimSuffix "-"/);
+  t.match(body, /if contains \$name \.Release\.Name/);
+  t.match(body, /printf "%s-%s" \.Release\.Name \$name \| trunc 63 \| trimSuffix "-"/);
   t.match(body, /if \.Values\.fullnameOverride/, 'fullnameOverride replaces it');
   // Bundled services: prefix cut before the suffix so names never collide and stay
   // short enough for a StatefulSet.
@@ -163,11 +164,11 @@ t.test('redis: Deployment without PVC or persistence, requirepass from the Secre
   t.match(docs[1], /- name: data\n\s+emptyDir:/);
   // The password: a config file from the chart's Secret (redis-server's first argument), never an argument.
   t.notMatch(docs[1], /requirepass"|REDIS_PASSWORD/, 'no --requirepass, no REDIS_PASSWORD variable');
-  t.match(docs[1], /command: \["redis-server"\]\n\s+args:\n\s+- "\/etc\/redis-auth\/redis\.conf"/);
+  t.match(docs[1], /command: \[\{\{ include "vault-standalone\.redis\.server" \. \| quote \}\}\]\n\s+args:\n\s+- "\/etc\/redis-auth\/redis\.conf"/);
   t.match(docs[1], /- name: auth\n\s+mountPath: \/etc\/redis-auth\n\s+readOnly: true/);
   t.match(docs[1], /- name: auth\n\s+secret:\n\s+secretName: \{\{ include "vault-standalone\.authSecretName" \. \}\}\n\s+defaultMode: 0440\n\s+items:\n\s+- key: redis\.conf\n\s+path: redis\.conf/);
   t.match(secret, /redis\.conf: \{\{ printf "requirepass %s\\n" \(include "vault-standalone\.redis\.password" \.\) \| b64enc \| quote \}\}/);
-  t.match(docs[1], /- name: REDISCLI_AUTH\n\s+valueFrom:\n\s+secretKeyRef:/, 'the probes\' redis-cli reads REDISCLI_AUTH');
+  t.match(docs[1], /\{\{- range list "VALKEYCLI_AUTH" "REDISCLI_AUTH" \}\}\n\s+- name: \{\{ \. \}\}\n\s+valueFrom:\n\s+secretKeyRef:/, 'the probes\' valkey-cli / redis-cli read VALKEYCLI_AUTH / REDISCLI_AUTH');
   t.match(docs[1], /- "--appendonly"\n\s+- "no"/);
   t.match(docs[1], /- "--save"\n\s+- ""/, 'no RDB snapshots');
   t.notMatch(redis, /\.Values\.redis\.auth\.password/);
@@ -208,9 +209,9 @@ t.test('network policies: postgresql and redis only from the app pods; app on 80
     t.match(
       ingress[0]?.body,
       new RegExp(
-        `^\\s+- from:\\n\\s+- podSelector:\\n\\s+matchLabels:\\n\\s+\\{\\{- include "vault-standalone\\.selectorLabels" \\. \\| nindent 14 \\}\\}\\n\\s+ports:\\n\\s+- port: ${port}\\n\\s+protocol: TCP$`,
+        `^\\s+- from:\\n\\s+- podSelector:\\n\\s+matchLabels:\\n\\s+\\{\\{- include "vault-standalone\\.selectorLabels" \\. \\| nindent 14 \\}\\}\\n${c === 'postgresql' ? '\\s+\\{\\{- if \\.Values\\.postgresql\\.backup\\.enabled \\}\\}\\n\\s+- podSelector:\\n\\s+matchLabels:\\n\\s+\\{\\{- include "vault-standalone\\.backup\\.selectorLabels" \\. \\| nindent 14 \\}\\}\\n\\s+\\{\\{- end \\}\\}\\n' : ''}\\s+ports:\\n\\s+- port: ${port}\\n\\s+protocol: TCP$`,
       ),
-      `${c}: ingress only from the app's pods on ${port}`,
+      `${c}: ingress only from the app's pods (PostgreSQL: and its backup Job, when enabled) on ${port}`,
     );
     t.notMatch(doc, /namespaceSelector|ipBlock/, `${c}: no other sources`);
   }

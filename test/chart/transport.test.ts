@@ -127,7 +127,7 @@ t.test('Redis TLS and password: rediss:// with its CA, the password from a file 
     /\{\{- if \.Values\.redis\.tls\.existingSecret \}\}[^]*- "--port"\n\s+- "0"\n\s+- "--tls-port"\n\s+- "6379"\n\s+- "--tls-cert-file"\n\s+- "\/var\/run\/secrets\/redis-tls\/tls\.crt"\n\s+- "--tls-key-file"\n\s+- "\/var\/run\/secrets\/redis-tls\/tls\.key"\n\s+- "--tls-ca-cert-file"\n\s+- "\/var\/run\/secrets\/redis-tls\/ca\.crt"/,
     'TLS only: no plain port',
   );
-  t.match(deploymentDoc, /redis-cli \{\{ include "vault-standalone\.redis\.cliTls" \. \}\}-h 127\.0\.0\.1/, 'the probes speak TLS too');
+  t.match(deploymentDoc, /\{\{ include "vault-standalone\.redis\.cli" \. \}\} \{\{ include "vault-standalone\.redis\.cliTls" \. \}\}-h 127\.0\.0\.1/, 'the probes speak TLS too');
   t.match(defineBody(helpers, 'vault-standalone.redis.cliTls'), /--tls --cacert \/var\/run\/secrets\/redis-tls\/ca\.crt /);
   const args = /args:\n((?:\s+(?:- "[^"]*"|\{\{[^}]*\}\})\n)+)/.exec(deploymentDoc)?.[1] ?? '';
   t.ok(args.length > 0, 'redis-server\'s arguments found');

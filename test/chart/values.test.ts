@@ -29,7 +29,7 @@ const templateFiles = readdirSync(join(CHART_DIR, 'templates')).filter((f) => /\
 t.test('Chart.yaml', async (t) => {
   t.equal(chart.apiVersion, 'v2');
   t.equal(chart.name, 'vault-standalone');
-  t.equal(chart.version, '1.7.2');
+  t.equal(chart.version, '2.0.0');
   t.equal(chart.appVersion, '0.1.0');
   t.equal(chart.type, 'application');
 });

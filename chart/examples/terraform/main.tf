@@ -23,6 +23,9 @@ provider "kubernetes" {
 locals {
   # The Helm values blob: the passwords plus the non-secret settings. Never
   # ENCRYPTION_KEY or AUTH_SECRET (the chart's schema rejects them on purpose).
+  # No setupToken: the service derives the first visit's setup code from AUTH_SECRET
+  # (stable across Argo CD's renders and the pods' restarts); after apply, print it with
+  #   kubectl -n vault exec deploy/vault-vault-standalone -- node dist/server/cli/main.js setup-code
   helm_values = yamlencode({
     image = {
       repository = var.image_repository

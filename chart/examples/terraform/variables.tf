@@ -88,7 +88,7 @@ variable "chart_repository" {
 variable "chart_version" {
   description = "The chart version to deploy (the Application's targetRevision). Upgrades change this."
   type        = string
-  default     = "1.7.2"
+  default     = "2.0.0"
 }
 
 variable "image_repository" {

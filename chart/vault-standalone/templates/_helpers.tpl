@@ -1,15 +1,29 @@
 {{/*
-Full name of the app's resources and of its Service: the release name followed by
-the chart name twice (release "vault" -> "vault-vault-standalone-vault-standalone").
-The External Secrets Operator reaches the API at
-http://<fullname>.<namespace>.svc.cluster.local:8080/api, so this rule is part of
-the interface. fullnameOverride replaces it.
+The chart's name: nameOverride, else the chart's own (app.kubernetes.io/name).
+*/}}
+{{- define "vault-standalone.name" -}}
+{{- .Values.nameOverride | default .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+Full name of the app's resources and of its Service, Helm's convention: <release>-<name>
+(release "vault" -> "vault-vault-standalone"), or the release name alone when it already
+contains the name (release "vault-standalone" -> "vault-standalone"). fullnameOverride
+replaces it. The External Secrets Operator reaches the API at
+http://<fullname>.<namespace>.svc.cluster.local:8080/api, so this rule is part of the
+interface. Releases installed with chart 1.x were named <release>-vault-standalone-vault-standalone:
+keep that name with fullnameOverride on upgrade (docs/operations.md, "Chart 2.0").
 */}}
 {{- define "vault-standalone.fullname" -}}
 {{- if .Values.fullnameOverride -}}
 {{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s-%s" .Release.Name .Chart.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- $name := include "vault-standalone.name" . -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
@@ -41,7 +55,7 @@ before the suffix is added: "-postgresql" (11) and "-redis" (6) never collide.
 
 {{- define "vault-standalone.labels" -}}
 helm.sh/chart: {{ include "vault-standalone.chart" . }}
-app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/name: {{ include "vault-standalone.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
@@ -49,25 +63,52 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/* Selector labels; the component tells the app, postgresql and redis apart. */}}
 {{- define "vault-standalone.selectorLabels" -}}
-app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/name: {{ include "vault-standalone.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: server
 {{- end -}}
 
 {{- define "vault-standalone.postgresql.selectorLabels" -}}
-app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/name: {{ include "vault-standalone.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: postgresql
 {{- end -}}
 
+{{- define "vault-standalone.backup.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "vault-standalone.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: backup
+{{- end -}}
+
+{{- define "vault-standalone.backup.claimName" -}}
+{{- .Values.postgresql.backup.persistence.existingClaim | default (printf "%s-backup" (include "vault-standalone.componentPrefix" .)) -}}
+{{- end -}}
+
 {{- define "vault-standalone.redis.selectorLabels" -}}
-app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/name: {{ include "vault-standalone.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: redis
 {{- end -}}
 
 {{- define "vault-standalone.image" -}}
-{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- include "vault-standalone.imageRef" (dict "repository" .Values.image.repository "tag" (.Values.image.tag | default .Chart.AppVersion) "digest" .Values.image.digest) -}}
+{{- end -}}
+
+{{/* repository:tag, with @digest when one is given (the digest then decides what runs). */}}
+{{- define "vault-standalone.imageRef" -}}
+{{- if .digest -}}
+{{- printf "%s:%s@%s" .repository (toString .tag) .digest -}}
+{{- else -}}
+{{- printf "%s:%s" .repository (toString .tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The bundled Redis-protocol server's programs: Valkey's (the default) or Redis's. */}}
+{{- define "vault-standalone.redis.server" -}}
+{{- if eq .Values.redis.flavor "redis" }}redis-server{{ else }}valkey-server{{ end -}}
+{{- end -}}
+{{- define "vault-standalone.redis.cli" -}}
+{{- if eq .Values.redis.flavor "redis" }}redis-cli{{ else }}valkey-cli{{ end -}}
 {{- end -}}
 
 {{/*
@@ -135,23 +176,6 @@ chart's own Secret, else the external one's setting.
 {{- end -}}
 {{- end -}}
 
-{{/*
-The first-visit SETUP_TOKEN: the value already in the cluster's Secret when there is one
-(upgrades keep it), else 48 fresh random characters.
-*/}}
-{{- define "vault-standalone.setupTokenSecretName" -}}
-{{- printf "%s-setup" (include "vault-standalone.fullname" . | trunc 57 | trimSuffix "-") -}}
-{{- end -}}
-
-{{- define "vault-standalone.setupToken" -}}
-{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "vault-standalone.setupTokenSecretName" .) -}}
-{{- if and $existing $existing.data (index $existing.data "setup-token") -}}
-{{- index $existing.data "setup-token" | b64dec -}}
-{{- else -}}
-{{- randAlphaNum 48 -}}
-{{- end -}}
-{{- end -}}
-
 {{/* The TLS Secret the pod mounts: an existing one or the one cert-manager fills. Empty: plain HTTP. */}}
 {{- define "vault-standalone.tlsSecret" -}}
 {{- if .Values.tls.enabled -}}
@@ -163,4 +187,9 @@ The first-visit SETUP_TOKEN: the value already in the cluster's Secret when ther
 {{- fail "tls.enabled needs tls.existingSecret or tls.certManager.enabled" -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
+
+{{/* Non-empty when more than one app pod may run (replicaCount, or the HPA's maximum). */}}
+{{- define "vault-standalone.multiReplica" -}}
+{{- if or (gt (int .Values.replicaCount) 1) (and .Values.autoscaling.enabled (gt (int .Values.autoscaling.maxReplicas) 1)) }}true{{ end -}}
 {{- end -}}

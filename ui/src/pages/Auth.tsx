@@ -41,7 +41,7 @@ export function SetupPage() {
   const password = createNewPassword('The passwords do not match');
   const [setupCode, setSetupCode] = createSignal('');
   const action = createAction();
-  // Production mode: the service printed a one-time code to its log (or the operator set SETUP_TOKEN).
+  // Production mode: the code derived from AUTH_SECRET (`vault-standalone setup-code` prints it), or SETUP_TOKEN.
   const codeRequired = () => {
     const b = boot();
     return b.state === 'setup' && b.setupCodeRequired;
@@ -72,7 +72,7 @@ export function SetupPage() {
       <Show when={codeRequired()}>
         <TextField
           label="Setup code"
-          hint="Printed once to the service's log when it started (or the SETUP_TOKEN it was given). It proves you run this instance."
+          hint="Print it where the service runs: vault-standalone setup-code (or it is the SETUP_TOKEN the service was given). It proves you run this instance."
           required
           class="mono"
           autocomplete="off"
