@@ -376,7 +376,9 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
     }, (err) => log.warn({ event: 'membership-expiry-sweep', err: describe(err) }, `memberships: expiry sweep failed (${describe(err)}); retrying later`));
     cleanups.push(expirySweep.stop);
     const policy = { allowPrivate: config.webhooks.allowPrivate, allowedOrigins: config.webhooks.allowedOrigins };
-    const webhooks = webhooksDomain({ store, crypto, changes, policy, timeoutMs: config.webhooks.timeoutMs });
+    // A test delivery runs inside its request: it ends well within the request deadline
+    // (a hung receiver is a failed test, not a 503).
+    const webhooks = webhooksDomain({ store, crypto, changes, policy, timeoutMs: Math.min(config.webhooks.timeoutMs, Math.floor(config.requestDeadlineMs / 2)) });
     const deliveries = webhookWorker({
       store,
       crypto,

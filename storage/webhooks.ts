@@ -162,6 +162,16 @@ export function webhooksStore(sql: Queryable) {
       return byId(id);
     },
 
+    /** Whether any webhook is due (claim's condition, without locking): the idle poll is this one query. */
+    async anyDue(): Promise<boolean> {
+      const rows = await sql`select 1 from webhooks w join project_event_seq q on q.project_id = w.project_id
+        where not w.is_disabled and w.dead_at is null and w.cursor < q.last_id
+          and (w.next_attempt_at is null or w.next_attempt_at <= now())
+          and (w.lease_until is null or w.lease_until < now())
+        limit 1`;
+      return rows.length > 0;
+    },
+
     /**
      * Claims up to `limit` webhooks with events to deliver that are due (enabled, not dead,
      * not leased or their lease run out), for `leaseMs`; one transaction, rows another

@@ -109,7 +109,7 @@ export interface DeliveryOutcome {
 }
 
 export interface WebhookWorkerDeps {
-  store: Pick<Store, 'transaction'> & { webhooks: Pick<Store['webhooks'], 'settle'>; events: Pick<Store['events'], 'after'> };
+  store: Pick<Store, 'transaction'> & { webhooks: Pick<Store['webhooks'], 'settle' | 'anyDue'>; events: Pick<Store['events'], 'after'> };
   crypto: Pick<Crypto, 'openMany'>;
   bus: Pick<CacheBus, 'subscribe' | 'onReset'>;
   webhooks: Pick<WebhooksDomain, 'open'>;
@@ -214,6 +214,7 @@ export function webhookWorker(deps: WebhookWorkerDeps) {
   async function round(): Promise<void> {
     do {
       again = false;
+      if (!(await store.webhooks.anyDue())) break;
       const token = randomUUID();
       const claimed = await store.transaction((s) => s.webhooks.claim(CLAIM, leaseMs, token));
       await Promise.all(

@@ -7,6 +7,7 @@
 // Beyond Infisical: delivery from the event table with retries, dead, resume, collapse, an
 // event id header, the SSRF guard at create and at delivery. Real receivers on free
 // ports; every wait is on a receiver's request or a recorded delivery outcome.
+import postgres from 'postgres';
 import t from 'tap';
 import { CryptoError } from '../../../../crypto/index.js';
 import { startService } from '../../../../server/app.js';
@@ -269,7 +270,9 @@ t.test('SSRF: refused at create with private ranges off, and again at delivery',
 });
 
 t.test('who may: project admins (people); 404 alike for missing and not visible; faults are 503', async (t) => {
-  const svc = await startTestService(t, await testEnv(t, 'postgres+redis', { ...FAST, WEBHOOK_ALLOW_PRIVATE_RANGES: 'true' }));
+  // No poll: the only queries on the webhooks table are the requests' (the fault below).
+  const env = await testEnv(t, 'postgres+redis', { ...FAST, WEBHOOK_ALLOW_PRIVATE_RANGES: 'true', WEBHOOK_POLL_MS: '600000' });
+  const svc = await startTestService(t, env);
   const s = await setup(svc);
   const receiver = await Receiver.start(t);
   const id = (await s.create({ webhookUrl: receiver.url() })).body.webhook.id as string;
@@ -300,4 +303,24 @@ t.test('who may: project admins (people); 404 alike for missing and not visible;
   t.equal(down.status, 503, 'crypto unavailable: 503');
   crypto.sealMany = sealMany;
   t.equal((await svc.services.store.sql`select 1 from webhooks`).length, 1, 'nothing written');
+
+  // The database fails under the list (its connection killed while the query waits): 503, never an empty list.
+  const admin = postgres(env.DATABASE_URL!, { max: 1, onnotice: () => {} });
+  t.teardown(() => admin.end());
+  let listed: ReturnType<typeof s.list> | undefined;
+  await admin.begin(async (tx) => {
+    await tx`lock table webhooks in access exclusive mode`;
+    listed = s.list();
+    let pids: number[] = [];
+    for (let i = 0; i < 500 && pids.length === 0; i++) {
+      pids = (await tx<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database()
+        and application_name = 'vault-standalone' and wait_event_type = 'Lock'`).map((r) => r.pid);
+    }
+    t.ok(pids.length >= 1, "the list's query waits on the database");
+    await tx`select pg_terminate_backend(pid) from unnest(${tx.array(pids)}::int[]) as pid`;
+  });
+  const failed = await listed!;
+  t.equal(failed.status, 503, 'database fault: 503');
+  t.equal(failed.body.error, 'ServiceUnavailable');
+  t.equal((await s.list()).body.webhooks.length, 1, 'the next request reconnects');
 });
