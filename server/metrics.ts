@@ -233,11 +233,21 @@ export function createMetrics() {
     registers,
     async collect() {
       if (!observed?.webhookStates) return;
+      let timer: NodeJS.Timeout | undefined;
       try {
-        const counts = new Map((await observed.webhookStates()).map((c) => [c.state, c.n]));
+        // A database that does not answer must not hold the scrape: 1 s, then the last values.
+        const states = await Promise.race([
+          observed.webhookStates(),
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new Error('no answer')), 1_000);
+          }),
+        ]);
+        const counts = new Map(states.map((c) => [c.state, c.n]));
         for (const state of WEBHOOK_STATES) this.set({ state }, counts.get(state) ?? 0);
       } catch {
         // The database is down: the series keep their last values (the scrape still answers).
+      } finally {
+        clearTimeout(timer);
       }
     },
   });
