@@ -218,7 +218,8 @@ for (const backend of BACKENDS) {
 }
 
 t.test('SSRF: refused at create with private ranges off, and again at delivery', async (t) => {
-  const env = await testEnv(t, 'postgres+redis', FAST);
+  // Retries minutes apart: the refused delivery below is tried once while the test looks.
+  const env = await testEnv(t, 'postgres+redis', { ...FAST, WEBHOOK_RETRY_BASE_MS: '60000', WEBHOOK_RETRY_MAX_MS: '60000' });
   const svc = await startTestService(t, env);
   const s = await setup(svc);
   for (const url of [
