@@ -12,6 +12,7 @@ import { registerAuditRoutes } from './routes/v1/audit.js';
 import { registerAuthRoutes } from './routes/v1/auth.js';
 import { registerEnvironmentRoutes } from './routes/v1/environments.js';
 import { registerEventRoutes } from './routes/v1/events.js';
+import { registerWebhookRoutes } from './routes/v1/webhooks.js';
 import { registerExportRoutes } from './routes/v1/export.js';
 import { registerIdentityRoutes } from './routes/v1/identities.js';
 import { registerJwtAuthRoutes } from './routes/v1/jwtAuth.js';
@@ -73,6 +74,7 @@ const ROUTE_MODULES: ReadonlyArray<(api: Api, svc: Services) => void> = [
   registerProjectRoutes,
   registerEnvironmentRoutes,
   registerEventRoutes,
+  registerWebhookRoutes,
   registerMembershipRoutes,
   registerRoleRoutes,
   registerFolderRoutes,
@@ -115,6 +117,7 @@ export async function startService(config: Config, log: Logger): Promise<Running
     cryptoTask: metrics.cryptoTask,
     coalescedRead: metrics.coalescedRead,
     committed: metrics.committed,
+    webhookDelivery: metrics.webhookDelivery,
   });
   let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined;
   let admin: Awaited<ReturnType<typeof startAdminChannel>> | undefined;
@@ -128,6 +131,7 @@ export async function startService(config: Config, log: Logger): Promise<Running
       crypto: services.crypto,
       bus: services.bus,
       dbPoolMax: services.db.sql.options.max,
+      webhookStates: () => services.store.webhooks.stateCounts(),
     });
     const http = createHttpServer({
       maxBodyBytes: config.maxBodyBytes,

@@ -75,6 +75,12 @@ const schema = z.object({
   EVENTS_PING_MS: setting(integer(10, 600_000).default(15_000)),
   EVENTS_RECHECK_MS: setting(integer(10, 60_000).default(60_000)),
   EVENTS_POLL_MS: setting(integer(10, 600_000).default(2_000)),
+  WEBHOOK_ALLOW_PRIVATE_RANGES: setting(z.enum(['true', 'false']).default('false')),
+  WEBHOOK_RETRY_PERIOD_SECONDS: setting(integer(1, 30 * 24 * 3600).default(24 * 3600)),
+  WEBHOOK_RETRY_BASE_MS: setting(integer(1, 3_600_000).default(5_000)),
+  WEBHOOK_RETRY_MAX_MS: setting(integer(1, 24 * 3_600_000).default(900_000)),
+  WEBHOOK_TIMEOUT_MS: setting(integer(100, 60_000).default(10_000)),
+  WEBHOOK_POLL_MS: setting(integer(10, 600_000).default(1_000)),
   SETUP_TOKEN: setting(z.string().trim().min(16, 'must be at least 16 characters').max(256, 'must be at most 256 characters').optional()),
   LOG_FORMAT: setting(z.enum(['json', 'pretty']).default('json')),
   TLS_CERT_FILE: optionalUrl,
@@ -95,6 +101,19 @@ const schema = z.object({
           return z.NEVER;
         }
         return r.ranges;
+      })
+      .default([]),
+  ),
+  WEBHOOK_ALLOWED_ORIGINS: setting(
+    z
+      .string()
+      .transform((v, ctx) => {
+        const r = parseOriginList(v);
+        if ('error' in r) {
+          ctx.addIssue({ code: 'custom', message: r.error });
+          return z.NEVER;
+        }
+        return r.origins;
       })
       .default([]),
   ),
@@ -164,6 +183,18 @@ export interface Config {
     maxConnectionsPerActor: number;
     pingMs: number;
     recheckMs: number;
+    pollMs: number;
+  };
+  /** Webhook delivery (issue 30 point 4): target rules, retries, timers. */
+  webhooks: {
+    /** Loopback and private ranges allowed as webhook targets (WEBHOOK_ALLOW_PRIVATE_RANGES). */
+    allowPrivate: boolean;
+    /** Origins allowed to be loopback or private (WEBHOOK_ALLOWED_ORIGINS). */
+    allowedOrigins: string[];
+    retryPeriodMs: number;
+    retryBaseMs: number;
+    retryMaxMs: number;
+    timeoutMs: number;
     pollMs: number;
   };
   /**
@@ -253,6 +284,15 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       pingMs: e.EVENTS_PING_MS,
       recheckMs: e.EVENTS_RECHECK_MS,
       pollMs: e.EVENTS_POLL_MS,
+    },
+    webhooks: {
+      allowPrivate: e.WEBHOOK_ALLOW_PRIVATE_RANGES === 'true',
+      allowedOrigins: e.WEBHOOK_ALLOWED_ORIGINS,
+      retryPeriodMs: e.WEBHOOK_RETRY_PERIOD_SECONDS * 1000,
+      retryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
+      retryMaxMs: Math.max(e.WEBHOOK_RETRY_MAX_MS, e.WEBHOOK_RETRY_BASE_MS),
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      pollMs: e.WEBHOOK_POLL_MS,
     },
     setupToken: e.SETUP_TOKEN,
     logFormat: e.LOG_FORMAT,

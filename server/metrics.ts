@@ -12,6 +12,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { Crypto } from '../crypto/index.js';
 import type { CacheBus, ReadThroughCache } from '../storage/cache.js';
 import type { CommittedChange } from './domain/pipeline.js';
+import type { DeliveryOutcome } from './domain/webhookWorker.js';
 import type { RequestRecord } from './http/types.js';
 import { SeriesHistogram, type HistogramSeries } from './seriesHistogram.js';
 
@@ -50,6 +51,8 @@ export interface Observed {
   bus: Pick<CacheBus, 'kind' | 'live'>;
   /** postgres.js's configured pool size (it exposes no in-use or waiting counts). */
   dbPoolMax: number;
+  /** Webhooks by delivery state (ok, retrying, dead, disabled), read from the database at scrape time. */
+  webhookStates?: () => Promise<{ state: string; n: number }[]>;
 }
 
 export function createMetrics() {
@@ -210,8 +213,53 @@ export function createMetrics() {
     },
   });
 
+  const webhookDeliveries = new Counter({
+    name: 'vault_webhook_deliveries_total',
+    help: 'Webhook delivery attempts by outcome (success; retry: failed, tried again later; dead: failed past WEBHOOK_RETRY_PERIOD_SECONDS).',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  const webhookDuration = new Histogram({
+    name: 'vault_webhook_delivery_duration_seconds',
+    help: 'Time of one webhook delivery attempt (connect, send, answer), whatever its outcome.',
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
+  const WEBHOOK_STATES = ['ok', 'retrying', 'dead', 'disabled'];
+  new Gauge({
+    name: 'vault_webhooks',
+    help: 'Webhooks by delivery state: ok, retrying (a delivery failed and waits for its next try), dead (parked until enabled again), disabled.',
+    labelNames: ['state'] as const,
+    registers,
+    async collect() {
+      if (!observed?.webhookStates) return;
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        // A database that does not answer must not hold the scrape: 1 s, then the last values.
+        const states = await Promise.race([
+          observed.webhookStates(),
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new Error('no answer')), 1_000);
+          }),
+        ]);
+        const counts = new Map(states.map((c) => [c.state, c.n]));
+        for (const state of WEBHOOK_STATES) this.set({ state }, counts.get(state) ?? 0);
+      } catch {
+        // The database is down: the series keep their last values (the scrape still answers).
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  });
+
   return {
     registry,
+    /** A webhook delivery ended (skips, which send nothing, are not counted). */
+    webhookDelivery(o: DeliveryOutcome): void {
+      if (o.outcome === 'skipped') return;
+      webhookDeliveries.inc({ outcome: o.outcome });
+      if (o.seconds !== undefined) webhookDuration.observe(o.seconds);
+    },
     /** The HTTP front's slow-client accounting, read at scrape time. */
     observeFront(h: NonNullable<typeof front>): void {
       front = h;

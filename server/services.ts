@@ -37,6 +37,8 @@ import { renderedListPrefix, secretsDomain, type SecretsDomain } from './domain/
 import { tagsDomain, type TagsDomain } from './domain/tags.js';
 import { folderSnapshots } from './domain/snapshots.js';
 import { setupCode, usersDomain, type SetupCode, type UsersDomain } from './domain/users.js';
+import { sendWebhook, webhooksDomain, type WebhooksDomain } from './domain/webhooks.js';
+import { webhookWorker, type DeliveryOutcome, type WebhookWorker } from './domain/webhookWorker.js';
 
 export interface Services {
   db: Database;
@@ -69,6 +71,9 @@ export interface Services {
   tokenAuth: TokenAuthDomain;
   memberships: MembershipsDomain;
   roles: RolesDomain;
+  /** Infisical's webhooks, and this replica's delivery worker (server/domain/webhookWorker.ts). */
+  webhooks: WebhooksDomain;
+  webhookWorker: WebhookWorker;
   audit: AuditDomain;
   users: UsersDomain;
   auth: Authenticator;
@@ -112,6 +117,8 @@ export interface ServiceHooks {
   cryptoTask?(op: string, seconds: number): void;
   coalescedRead?(): void;
   committed?(c: CommittedChange): void;
+  /** A webhook delivery ended (server/domain/webhookWorker.ts); never a URL or a key. */
+  webhookDelivery?(o: DeliveryOutcome): void;
 }
 
 /** Access-token rows are kept this long after revocation or expiry (for inspection), then deleted. */
@@ -370,6 +377,24 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       if (recorded > 0) log.info({ event: 'membership-expiry-sweep', recorded }, `memberships: recorded the end of ${recorded} temporary grant(s) in the audit trail`);
     }, (err) => log.warn({ event: 'membership-expiry-sweep', err: describe(err) }, `memberships: expiry sweep failed (${describe(err)}); retrying later`));
     cleanups.push(expirySweep.stop);
+    const policy = { allowPrivate: config.webhooks.allowPrivate, allowedOrigins: config.webhooks.allowedOrigins };
+    // A test delivery runs inside its request: it ends well within the request deadline
+    // (a hung receiver is a failed test, not a 503).
+    const webhooks = webhooksDomain({ store, crypto, changes, policy, timeoutMs: Math.min(config.webhooks.timeoutMs, Math.floor(config.requestDeadlineMs / 2)) });
+    const deliveries = webhookWorker({
+      store,
+      crypto,
+      bus,
+      webhooks,
+      send: (url, body, headers) => sendWebhook(url, body, headers, { policy, timeoutMs: config.webhooks.timeoutMs }),
+      retry: { periodMs: config.webhooks.retryPeriodMs, baseMs: config.webhooks.retryBaseMs, maxMs: config.webhooks.retryMaxMs },
+      timeoutMs: config.webhooks.timeoutMs,
+      pollMs: config.webhooks.pollMs,
+      log: (f, m) => log.warn(f, m),
+      onOutcome: (o) => hooks.webhookDelivery?.(o),
+    });
+    // Stopped before the database closes (cleanups run in reverse).
+    cleanups.push(() => deliveries.close());
     return {
       lifecycle,
       readiness,
@@ -407,6 +432,8 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       tokenAuth: tokenAuthDomain({ store, changes, machineAuth: machine }),
       memberships,
       roles: rolesDomain({ store, access, changes }),
+      webhooks,
+      webhookWorker: deliveries,
       audit: auditDomain({ store, access }),
       close,
     };

@@ -19,6 +19,7 @@ import { secretImportsStore } from './secretImports.js';
 import { secretTagsStore } from './secretTags.js';
 import { secretsStore } from './secrets.js';
 import { usersStore } from './users.js';
+import { webhooksStore } from './webhooks.js';
 
 function bind(sql: Queryable, opts: StoreOptions) {
   return {
@@ -39,6 +40,7 @@ function bind(sql: Queryable, opts: StoreOptions) {
     audit: auditStore(sql, opts.auditKey),
     users: usersStore(sql, opts.privilegeKey),
     loginAttempts: loginAttemptsStore(sql),
+    webhooks: webhooksStore(sql),
   };
 }
 

@@ -2,8 +2,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from './db.js';
 
-/** 'identity': a key of one identity's auth configuration (Kubernetes Auth's reviewer JWT). */
-export type KeyPurpose = 'system' | 'project' | 'audit' | 'identity';
+/**
+ * 'identity': a key of one identity's auth configuration (Kubernetes Auth's reviewer JWT);
+ * 'webhook': a key of one webhook (its URL and signing key).
+ */
+export type KeyPurpose = 'system' | 'project' | 'audit' | 'identity' | 'webhook';
 
 export interface WrappedKeyRow {
   id: string;

@@ -181,3 +181,109 @@ export function jwksUriRefusal(discovery: URL, jwks: URL, allowedOrigins: readon
   if (jwks.origin === discovery.origin || allowedOrigins.includes(jwks.origin)) return undefined;
   return `jwks_uri ${jwks.origin} is not the discovery document's origin (${discovery.origin}) nor one listed in OIDC_JWKS_ALLOWED_ORIGINS`;
 }
+
+// -- Webhook targets ------------------------------------------------------------------
+// A webhook's URL is chosen by a project admin, not by the operator: stricter than the
+// issuer fetches above. Loopback and private ranges (10/8, 172.16/12, 192.168/16,
+// 100.64/10, fc00::/7, and their IPv4-in-IPv6 forms) are refused too, unless the operator
+// allows private ranges (WEBHOOK_ALLOW_PRIVATE_RANGES) or lists the URL's origin
+// (WEBHOOK_ALLOWED_ORIGINS: in-cluster receivers such as Reloader). Link-local, metadata,
+// unspecified, multicast and reserved addresses are refused whatever the settings.
+// Checked when the webhook is created and again at every delivery, on every address the
+// name resolves to at connect time.
+
+export interface WebhookTargetPolicy {
+  /** Loopback and private ranges allowed for every webhook. */
+  allowPrivate: boolean;
+  /** Origins (scheme://host[:port]) allowed to be loopback or private. */
+  allowedOrigins: readonly string[];
+}
+
+/** The IPv4 address (as a number) an IPv6 address carries, when it carries one. */
+function embeddedV4(address: string): number | undefined {
+  const v4 = ipv4Number(address);
+  if (v4 !== undefined) return v4;
+  const g = ipv6Groups(address);
+  if (!g) return undefined;
+  const zero = (from: number, to: number) => g.slice(from, to).every((x) => x === 0);
+  const at = (hi: number, lo: number) => ((g[hi]! << 16) >>> 0) + g[lo]!;
+  if (zero(0, 5) && (g[5] === 0xffff || g[5] === 0) && !(zero(0, 7) && g[7]! <= 1)) return at(6, 7);
+  if (zero(0, 4) && g[4] === 0xffff && g[5] === 0) return at(6, 7);
+  if (g[0] === 0x64 && g[1] === 0xff9b && (zero(2, 6) || g[2] === 1)) return at(6, 7);
+  if (g[0] === 0x2002) return at(1, 2);
+  return undefined;
+}
+
+/** Whether `address` is in a private, shared (CGNAT) or unique-local range. */
+export function isPrivateAddress(address: string): boolean {
+  const v4 = embeddedV4(address);
+  if (v4 !== undefined) return inV4(v4, '10.0.0.0', 8) || inV4(v4, '172.16.0.0', 12) || inV4(v4, '192.168.0.0', 16) || inV4(v4, '100.64.0.0', 10) || inV4(v4, '127.0.0.0', 8);
+  const g = ipv6Groups(address);
+  return g !== undefined && (g[0]! & 0xfe00) === 0xfc00;
+}
+
+/** Why a webhook may not connect to `address` (undefined: it may). */
+export function webhookAddressRefusal(address: string, privateAllowed: boolean): string | undefined {
+  const v = classifyAddress(address);
+  if (v.kind === 'refused') return v.why;
+  if (privateAllowed) return undefined;
+  const shown = address.replace(/^\[|\]$/g, '');
+  if (v.kind === 'loopback') return `${shown} is a loopback address (allowed only with WEBHOOK_ALLOW_PRIVATE_RANGES or WEBHOOK_ALLOWED_ORIGINS)`;
+  if (isPrivateAddress(address)) return `${shown} is a private address (allowed only with WEBHOOK_ALLOW_PRIVATE_RANGES or WEBHOOK_ALLOWED_ORIGINS)`;
+  return undefined;
+}
+
+const privateAllowedFor = (url: URL, policy: WebhookTargetPolicy) => policy.allowPrivate || policy.allowedOrigins.includes(url.origin);
+
+/** What can be refused of a webhook URL without resolving it: its scheme, credentials, a metadata name, a refused literal. */
+export function webhookUrlRefusal(url: URL, policy: WebhookTargetPolicy): string | undefined {
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'the URL must be http or https';
+  const host = hostOf(url);
+  if (METADATA_NAMES.has(host)) return `${host} is a cloud metadata name`;
+  const privateAllowed = privateAllowedFor(url, policy);
+  if (isIPv4(host) || isIPv6(host)) return webhookAddressRefusal(host, privateAllowed);
+  if (!privateAllowed && isLoopbackName(host)) return `${host} is a loopback name (allowed only with WEBHOOK_ALLOW_PRIVATE_RANGES or WEBHOOK_ALLOWED_ORIGINS)`;
+  return undefined;
+}
+
+/** webhookUrlRefusal, then every address the name resolves to now (a webhook being created). */
+export async function webhookTargetRefusal(url: URL, policy: WebhookTargetPolicy, resolve: Resolve = systemResolve): Promise<string | undefined> {
+  const literal = webhookUrlRefusal(url, policy);
+  if (literal) return literal;
+  const host = hostOf(url);
+  if (isIPv4(host) || isIPv6(host)) return undefined;
+  let answers: LookupAddress[];
+  try {
+    answers = await resolve(host);
+  } catch {
+    return `${host} does not resolve`;
+  }
+  if (answers.length === 0) return `${host} does not resolve`;
+  const privateAllowed = privateAllowedFor(url, policy);
+  for (const a of answers) {
+    const why = webhookAddressRefusal(a.address, privateAllowed);
+    if (why) return `${host} resolves to ${a.address}: ${why}`;
+  }
+  return undefined;
+}
+
+/** A `lookup` for a webhook delivery: every address the name resolves to at connect time must pass webhookAddressRefusal. */
+export function webhookLookup(url: URL, policy: WebhookTargetPolicy, resolve: Resolve = systemResolve) {
+  const privateAllowed = privateAllowedFor(url, policy);
+  return (hostname: string, options: { family?: number | string; all?: boolean }, callback: LookupCallback): void => {
+    resolve(hostname).then(
+      (answers) => {
+        const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : Number(options.family ?? 0);
+        for (const a of answers) {
+          const why = webhookAddressRefusal(a.address, privateAllowed);
+          if (why) return callback(new FetchRefused(`${hostname} resolves to ${a.address}: ${why}`), '');
+        }
+        const usable = answers.filter((a) => family === 0 || a.family === family);
+        if (usable.length === 0) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), '');
+        if (options.all) callback(null, usable);
+        else callback(null, usable[0]!.address, usable[0]!.family);
+      },
+      (err: Error) => callback(err, ''),
+    );
+  };
+}

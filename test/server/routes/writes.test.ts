@@ -20,6 +20,7 @@ import { request, type JsonResponse } from '../../helpers/http.js';
 import { startIssuer } from '../../helpers/issuer.js';
 import { saUsername, startKubeApi } from '../../helpers/kubeApiServer.js';
 import { quietLog, testEnv } from '../../helpers/service.js';
+import { Receiver } from '../../helpers/webhookReceiver.js';
 
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
@@ -46,7 +47,8 @@ interface Case {
 }
 
 t.test('every state-changing route goes through the write pipeline', async (t) => {
-  const env = await testEnv(t, 'postgres+redis');
+  // Webhook cases deliver their test event to a receiver on 127.0.0.1.
+  const env = await testEnv(t, 'postgres+redis', { WEBHOOK_ALLOW_PRIVATE_RANGES: 'true' });
   const A = await startService(parseConfig(env), quietLog);
   t.teardown(() => A.close());
   const B = await startService(parseConfig(env), quietLog);
@@ -59,6 +61,7 @@ t.test('every state-changing route goes through the write pipeline', async (t) =
   const kube = await startKubeApi(t);
   kube.tokens.set('reviewer', { username: saUsername('kube-system', 'reviewer'), audiences: [], canReview: true });
   kube.tokens.set('workload', { username: saUsername('apps', 'eso'), audiences: [] });
+  const receiver = await Receiver.start(t);
   const sql: Sql = A.services.store.sql;
   let admin = '';
   let counter = 0;
@@ -873,6 +876,51 @@ t.test('every state-changing route goes through the write pipeline', async (t) =
         },
       ];
     }),
+    ...((): Case[] => {
+      const hooks = async (r: Replica, c: Record<string, string>) => {
+        const res = await r.call('GET', `/api/v1/webhooks?projectId=${c.projectId}`, admin);
+        return res.status === 200 ? res.body.webhooks.map((w: any) => [w.isDisabled, w.lastStatus]) : res.status;
+      };
+      const withHook = async () => {
+        const p = await project();
+        const w = (await ok(a.call('POST', '/api/v1/webhooks', admin, { projectId: p.projectId, environment: 'prod', webhookUrl: receiver.url() }), 'webhook')).webhook;
+        return { ...p, webhookId: w.id as string };
+      };
+      return [
+        {
+          route: 'POST /api/v1/webhooks',
+          events: ['create-webhook'],
+          prepare: project,
+          call: (r, c) => r.call('POST', '/api/v1/webhooks', admin, { projectId: c.projectId, environment: 'prod', webhookUrl: receiver.url(), webhookSecretKey: 'k' }),
+          observe: hooks,
+          changed: becomes([], [[false, null]]),
+        },
+        {
+          route: 'PATCH /api/v1/webhooks/:webhookId',
+          events: ['update-webhook'],
+          prepare: withHook,
+          call: (r, c) => r.call('PATCH', `/api/v1/webhooks/${c.webhookId}`, admin, { isDisabled: true }),
+          observe: hooks,
+          changed: becomes([[false, null]], [[true, null]]),
+        },
+        {
+          route: 'DELETE /api/v1/webhooks/:webhookId',
+          events: ['delete-webhook'],
+          prepare: withHook,
+          call: (r, c) => r.call('DELETE', `/api/v1/webhooks/${c.webhookId}`, admin),
+          observe: hooks,
+          changed: becomes([[false, null]], []),
+        },
+        {
+          route: 'POST /api/v1/webhooks/:webhookId/test',
+          events: ['test-webhook'],
+          prepare: withHook,
+          call: (r, c) => r.call('POST', `/api/v1/webhooks/${c.webhookId}/test`, admin),
+          observe: hooks,
+          changed: becomes([[false, null]], [[false, 'success']]),
+        },
+      ];
+    })(),
     {
       route: 'POST /api/v1/secret/:secretId/secret-versions/:version/restore',
       events: ['restore-secret-version'],

@@ -7,11 +7,13 @@ import { lastSecretsSearch, navigate } from '../router';
 import { user } from '../session';
 import { RolesScreen } from './Roles';
 import { SecretsScreen } from './Secrets';
+import { WebhooksScreen } from './Webhooks';
 
 const TABS = [
   { id: 'secrets', label: 'Secrets', icon: 'key' },
   { id: 'members', label: 'Members', icon: 'users' },
   { id: 'roles', label: 'Roles', icon: 'shield' },
+  { id: 'webhooks', label: 'Webhooks', icon: 'upload' },
   { id: 'audit', label: 'Audit', icon: 'list' },
   { id: 'settings', label: 'Settings', icon: 'settings' },
 ] as const;
@@ -54,6 +56,9 @@ export function ProjectPage(props: { projectId: string; tab: string }) {
               </Match>
               <Match when={props.tab === 'roles'}>
                 <RolesScreen project={p()} />
+              </Match>
+              <Match when={props.tab === 'webhooks'}>
+                <WebhooksScreen project={p()} />
               </Match>
               <Match when={props.tab === 'audit'}>
                 <AuditScreen project={p()} />
