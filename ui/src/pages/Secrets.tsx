@@ -229,7 +229,7 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
           </Show>
           <span class="muted-text small" aria-live="polite">
             <Show when={(valueOf(secrets)?.length ?? 0) > 0}>
-              {list.filtered().length} of {valueOf(secrets)!.length} secrets
+              {countText(list.filtered().length, valueOf(secrets)!.length)}
             </Show>
           </span>
         </div>
@@ -254,7 +254,7 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
         <BesideSecrets of={imports} secrets={secrets}>
           {(rows) => (
             <section class="imports" aria-label="Imports">
-              <h3 class="small muted-text">Imported, in order (a key of this folder wins; among imports, the last one holding a key)</h3>
+              <h2 class="small muted-text">Imported, in order (a key of this folder wins; among imports, the last one holding a key)</h2>
               <ul class="folders">
                 <For each={rows()}>
                   {(i) => (
@@ -562,7 +562,7 @@ function BulkForm(props: { scope: Scope; existing: string[]; onSaved: () => void
     dialog.close();
   };
   return (
-    <DialogForm onSubmit={submit} submitLabel={<>Add {parsed().entries.length || ''} secrets</>}>
+    <DialogForm onSubmit={submit} submitLabel={parsed().entries.length ? `Add ${plural(parsed().entries.length, 'secret')}` : 'Add secrets'}>
       <Field
         label="KEY=value lines"
         for={id}
@@ -575,15 +575,18 @@ function BulkForm(props: { scope: Scope; existing: string[]; onSaved: () => void
         <textarea id={id} class="mono" rows="12" value={text()} onInput={(e) => setText(e.currentTarget.value)} spellcheck={false} autocomplete="off" placeholder={'DATABASE_URL=postgres://…\nAPI_KEY=…'} />
       </Field>
       <div class="bulk-summary" aria-live="polite">
-        <Badge tone={parsed().entries.length ? 'accent' : 'neutral'}>{parsed().entries.length} secrets</Badge>
+        <Badge tone={parsed().entries.length ? 'accent' : 'neutral'}>{plural(parsed().entries.length, 'secret')}</Badge>
         <Show when={clashes().length > 0}>
           <span class="warn-text small">Already here: {clashes().join(', ')}</span>
         </Show>
       </div>
       <Show when={parsed().errors.length > 0}>
-        <ul class="error-list" role="alert">
-          <For each={parsed().errors.slice(0, 8)}>{(m) => <li>{m}</li>}</For>
-        </ul>
+        {/* The alert wraps the list: role="alert" on the <ul> itself would take its list semantics away. */}
+        <div role="alert">
+          <ul class="error-list">
+            <For each={parsed().errors.slice(0, 8)}>{(m) => <li>{m}</li>}</For>
+          </ul>
+        </div>
       </Show>
     </DialogForm>
   );
@@ -751,4 +754,13 @@ function TagsForm(props: { projectId: string; tags: Tag[]; onChanged: () => void
       </form>
     </div>
   );
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+/** "3 secrets", or "1 of 3 secrets" while a filter hides some. */
+function countText(shown: number, total: number): string {
+  return shown === total ? plural(total, 'secret') : `${shown} of ${plural(total, 'secret')}`;
 }
