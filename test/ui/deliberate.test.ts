@@ -1,6 +1,7 @@
 // Access changes are deliberate (issue 32 point 1): moving through a member's role with the
 // keyboard sends nothing; Save asks, naming who goes from which role to which, and only then
 // sends exactly one PATCH. Dialogs, login and set-up start in their first field, never on ✕.
+// The superadmin is not listed as a member one could demote or remove.
 import t from 'tap';
 import type { Page, Request } from 'playwright-core';
 import { browserTest, homelabService, loginThroughUi, newPage } from './helpers.js';
@@ -36,6 +37,11 @@ browserTest(t, 'a role changes only after Save and a confirmation; dialogs start
   await page.keyboard.press('Enter');
   await page.getByRole('heading', { name: 'typed-straight-away', level: 1 }).waitFor();
   t.pass('typing then Enter created the project');
+  // Its creator, the superadmin, is its admin member: shown, not offered for change or removal.
+  await page.getByRole('navigation', { name: 'Project sections' }).getByRole('link', { name: 'Members' }).click();
+  await page.getByText('administrator: every project').waitFor();
+  t.equal(await page.getByRole('button', { name: 'Remove Ada Admin' }).count(), 0, 'the superadmin has no Remove button');
+  t.equal(await page.getByLabel('Role of Ada Admin').count(), 0, 'nor a role select');
   writes.length = 0;
 
   // -- the role select: arrows send nothing -----------------------------------------------------

@@ -106,6 +106,8 @@ function MembersScreen(props: { project: Project }) {
       .sort((a, b) => personName(a).localeCompare(personName(b)))
       .map((p) => ({ id: p.id, label: personName(p) === p.email ? p.email : `${personName(p)} (${p.email})` }));
   });
+  /** The instance's administrator: reaches every project whatever its membership says, so it is not offered for change or removal. */
+  const isSuperAdmin = (id: string) => (id === user()?.id && !!user()?.superAdmin) || (valueOf(allPeople) ?? []).some((p) => p.id === id && p.superAdmin);
   /** The superadmin picks from a list; anyone else types an id. */
   const picks = () => !!user()?.superAdmin;
   const listError = () => {
@@ -213,6 +215,7 @@ function MembersScreen(props: { project: Project }) {
         name: personName(m.user),
         detail: m.user.email,
         role: m.role,
+        superAdmin: isSuperAdmin(m.userId),
       }))}
 
       <Confirm
@@ -240,6 +243,8 @@ interface MemberRow {
   name: string;
   detail: string;
   role: string;
+  /** The instance's administrator: shown, never changed or removed here. */
+  superAdmin?: boolean;
 }
 
 /**
@@ -263,6 +268,7 @@ function MemberTable(props: { rows: MemberRow[]; roles: string[]; projectName: s
               <div class="muted-text small">{r.detail}</div>
             </td>
             <td>
+              <Show when={!r.superAdmin} fallback={<Badge tone="accent">administrator: every project</Badge>}>
               <div class="role-cell">
                 <select
                   aria-label={`Role of ${r.name}`}
@@ -289,11 +295,14 @@ function MemberTable(props: { rows: MemberRow[]; roles: string[]; projectName: s
                   Not saved: {r.role} → {chosen(r)}
                 </p>
               </Show>
+              </Show>
             </td>
             <td class="col-actions">
-              <Button size="sm" variant="ghost" aria-label={`Remove ${r.name}`} onClick={() => props.onRemove(r)}>
-                <Icon name="trash" /> Remove
-              </Button>
+              <Show when={!r.superAdmin}>
+                <Button size="sm" variant="ghost" aria-label={`Remove ${r.name}`} onClick={() => props.onRemove(r)}>
+                  <Icon name="trash" /> Remove
+                </Button>
+              </Show>
             </td>
           </tr>
         )}
