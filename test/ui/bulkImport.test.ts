@@ -26,7 +26,7 @@ browserTest(t, 'bulk paste: dotenv parsing, skip or overwrite per key, file impo
   await dialog.getByText('5 secrets', { exact: true }).waitFor();
   await dialog.getByRole('group', { name: /Already here/ }).waitFor();
   await dialog.getByRole('checkbox', { name: 'Overwrite REPLACE' }).check();
-  await dialog.getByRole('button', { name: 'Add 3, overwrite 1 secrets' }).click();
+  await dialog.getByRole('button', { name: 'Add 3, overwrite 1' }).click();
   await dialog.waitFor({ state: 'hidden' });
   t.same(await values(), { KEEP: 'kept', REPLACE: 'new', A: '1', PEM: pem, SPACED: '  two  ' }, 'comment dropped, quotes kept spaces, KEEP skipped, REPLACE overwritten');
 
@@ -38,7 +38,7 @@ browserTest(t, 'bulk paste: dotenv parsing, skip or overwrite per key, file impo
   // A file replaces the text.
   await dialog.getByLabel('Or import a .env file').setInputFiles({ name: 'app.env', mimeType: 'text/plain', buffer: Buffer.from('FROM_FILE="x\\ny"\n') });
   await dialog.getByText('Read app.env').waitFor();
-  await dialog.getByRole('button', { name: 'Add 1 secrets' }).click();
+  await dialog.getByRole('button', { name: 'Add 1 secret' }).click();
   await dialog.waitFor({ state: 'hidden' });
   t.equal((await values()).FROM_FILE, 'x\ny', 'double-quoted \\n became a line break');
 });

@@ -137,7 +137,13 @@ browserTest(t, 'People: create a person, add them to homelab as viewer, make the
   // -- change the role to member -----------------------------------------------------------
   await Promise.all([
     page.waitForResponse((r) => r.request().method() === 'PATCH' && r.url().includes(membershipsPath) && r.status() === 200),
-    roleOf.selectOption('member'),
+    (async () => {
+      await roleOf.selectOption('member');
+      await page.getByRole('button', { name: 'Save role of Grace Hopper' }).click();
+      const change = page.getByRole('dialog', { name: 'Change role' });
+      t.match(await change.textContent(), /Grace Hopper goes from viewer to member in homelab/, 'the confirmation names who, from what, to what, where');
+      await change.getByRole('button', { name: 'Change to member' }).click();
+    })(),
   ]);
   t.same(await roles(), { [person.email]: 'member' }, 'the API has Grace as member');
   await page.reload();

@@ -114,7 +114,7 @@ browserTest(t, 'People: reset a password, disable, enable, delete; My account: c
   await form.getByLabel('New password', { exact: true }).fill('grace chosen passphrase');
   await form.getByLabel('Confirm new password').fill('grace chosen passphrase');
   await form.getByRole('button', { name: 'Change password' }).click();
-  await gracePage.getByRole('alert').filter({ hasText: 'oldPassword is not your current password' }).waitFor();
+  await gracePage.getByRole('alert').filter({ hasText: 'The current password is wrong' }).waitFor();
   t.equal(await form.getByLabel('Current password').getAttribute('aria-invalid'), 'true', 'the current password is marked wrong');
   await form.getByLabel('Current password').fill(newPassword);
   await form.getByRole('button', { name: 'Change password' }).click();

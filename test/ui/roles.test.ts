@@ -64,6 +64,8 @@ browserTest(t, 'Roles: create a scoped role, edit it, assign it, refuse deleting
   const select = page.getByLabel('Role of homelab-eso', { exact: true });
   await select.waitFor();
   await select.selectOption('prod-root-reader');
+  await page.getByRole('button', { name: 'Save role of homelab-eso' }).click();
+  await page.getByRole('dialog', { name: 'Change role' }).getByRole('button', { name: 'Change to prod-root-reader' }).click();
   await page.waitForFunction(
     async (url) => ((await (await fetch(url, { credentials: 'include' })).json()) as any).identityMemberships?.[0]?.role === 'prod-root-reader',
     `${svc.url}/api/v1/projects/${P}/memberships/identities`,

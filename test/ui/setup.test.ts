@@ -15,6 +15,7 @@ browserTest(t, 'first-time set-up through the UI, then the machine API with the 
     await page.goto(svc.url);
     await page.getByRole('heading', { name: 'Set up this instance' }).waitFor();
     t.equal(new URL(page.url()).pathname, '/setup');
+    t.equal(await page.evaluate(() => (globalThis as any).document.activeElement?.id), await page.getByLabel('First name').getAttribute('id'), 'set-up starts in its first field');
     await shot(page, '01-setup');
     await page.getByLabel('First name').fill(ADMIN.firstName);
     await page.getByLabel('Email').fill(ADMIN.email);
@@ -33,6 +34,8 @@ browserTest(t, 'first-time set-up through the UI, then the machine API with the 
     // -- project ---------------------------------------------------------------------------
     await page.getByRole('button', { name: 'New project' }).click();
     const dialog = page.getByRole('dialog', { name: 'New project' });
+    await dialog.waitFor();
+    t.equal(await page.evaluate(() => (globalThis as any).document.activeElement?.id), await dialog.getByLabel('Project name').getAttribute('id'), 'the dialog starts in its first field');
     await dialog.getByLabel('Project name').fill('homelab');
     t.equal(await dialog.getByLabel('Slug').inputValue(), 'homelab', 'slug derived from the name before saving');
     await dialog.getByLabel('Project name').fill('Home Lab');

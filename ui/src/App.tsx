@@ -84,8 +84,9 @@ function Shell() {
             </Show>
           </nav>
           <div class="topbar-user">
-            <Link href="/account" class="user-link" aria-label="My account" title={`My account (${user()?.email ?? ''}): change password`} aria-current={path() === '/account' ? 'page' : undefined}>
-              <Icon name="settings" /> <span class="user-email">{user()?.email}</span>
+            <Link href="/account" class="user-link" title="My account: change password" aria-current={path() === '/account' ? 'page' : undefined}>
+              <Icon name="settings" /> <span class="sr-only">My account: </span>
+              <span class="user-email">{user()?.email}</span>
             </Link>
             <Button size="sm" variant="ghost" onClick={() => void logout()}>
               <Icon name="logout" /> Log out

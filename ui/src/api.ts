@@ -231,6 +231,9 @@ export interface ClientSecretData {
   lastUsedAt: string | null;
   createdAt: string;
   numUses: number;
+  numUsesLimit: number;
+  /** Seconds from creation; 0: never expires. */
+  ttl: number;
 }
 export interface IdentityMembership {
   id: string;

@@ -16,6 +16,8 @@ export interface ConfirmProps {
   onClose: () => void;
   /** Why the dialog asks once more when the API refused and names a flag (see createConfirmation). */
   askAgain?: (next: Escalation) => string | undefined;
+  /** The button's look: danger (the default) for what cannot be undone. */
+  variant?: 'primary' | 'danger';
   /** When set, the user must type this text to enable the button. */
   typeToConfirm?: string;
 }
@@ -41,7 +43,7 @@ function ConfirmForm(props: ConfirmProps) {
         dialog.close();
       }}
       submitLabel={label()}
-      submitVariant="danger"
+      submitVariant={props.variant ?? 'danger'}
       submitDisabled={props.typeToConfirm !== undefined && typed() !== props.typeToConfirm}
     >
       <div class="muted-text">{props.message}</div>

@@ -11,6 +11,20 @@ export function useDialog(): { close: () => void } {
   return dialog;
 }
 
+/** Controls a dialog may start on: its first field, else its first button (Cancel before the action). */
+const FIELD = 'input:not([type=hidden]):not([disabled]), select:not([disabled]), textarea:not([disabled])';
+const FOCUSABLE = `${FIELD}, button:not([disabled]), a[href], [tabindex]:not([tabindex="-1"])`;
+
+/**
+ * Moves focus into the dialog's body: the browser puts it on the first focusable element,
+ * the ✕, so typing a name and pressing Enter would close the dialog with nothing saved.
+ */
+function focusFirstField(dialog: HTMLDialogElement): void {
+  const body = dialog.querySelector('.dialog-body');
+  const target = body?.querySelector<HTMLElement>(FIELD) ?? body?.querySelector<HTMLElement>(FOCUSABLE);
+  target?.focus();
+}
+
 /**
  * A modal on the native <dialog>: focus trap, Escape and inert background for free. Its
  * content exists only while it is open, so a form inside starts afresh at every opening.
@@ -19,8 +33,10 @@ export function Dialog(props: ParentProps<{ open: boolean; title: string; onClos
   let ref!: HTMLDialogElement;
   const titleId = useId('dlg');
   createEffect(() => {
-    if (props.open && !ref.open) ref.showModal();
-    else if (!props.open && ref.open) ref.close();
+    if (props.open && !ref.open) {
+      ref.showModal();
+      focusFirstField(ref);
+    } else if (!props.open && ref.open) ref.close();
   });
   onCleanup(() => ref?.open && ref.close());
   return (

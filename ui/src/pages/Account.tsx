@@ -56,7 +56,7 @@ export function AccountPage() {
             errorId={errorId}
           />
           <NewPasswordFields field={newPassword} label="New password" confirmLabel="Confirm new password" invalid={about('newPassword')} errorId={errorId} />
-          <ErrorText message={action.error()} id={errorId} />
+          <ErrorText message={readable(action.error())} id={errorId} />
           <Show when={changed()}>
             <p class="ok-text" role="status">
               <Icon name="check" /> Password changed. Your other sessions have ended.
@@ -71,4 +71,9 @@ export function AccountPage() {
       </div>
     </section>
   );
+}
+
+/** The API names its fields ("oldPassword is not your current password"); the reader sees the labels. */
+function readable(message: string | undefined): string | undefined {
+  return message?.replace(/^oldPassword is not your current password$/, 'The current password is wrong').replace(/^oldPassword\b/, 'The current password').replace(/^newPassword\b/, 'The new password');
 }

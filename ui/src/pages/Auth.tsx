@@ -1,5 +1,5 @@
 // First visit (create the superadmin) and login.
-import { createSignal, Show, type JSX } from 'solid-js';
+import { createSignal, onMount, Show, type JSX } from 'solid-js';
 import { api, type User } from '../api';
 import { Button, createAction, createNewPassword, ErrorText, Icon, NewPasswordFields, submitWith, TextField, useId, type Action } from '../components';
 import { boot, signedIn } from '../session';
@@ -11,6 +11,9 @@ interface SessionReply {
 
 /** The card of the signed-out screens: one form, its error and a full-width submit button. */
 function AuthForm(props: { title: string; subtitle: string; label: string; submitLabel: string; action: Action; onSubmit: () => Promise<void>; errorId?: string; children: JSX.Element }) {
+  let form!: HTMLFormElement;
+  // The screen is one form: start in its first field.
+  onMount(() => form.querySelector<HTMLElement>('input, select, textarea')?.focus());
   return (
     <main class="auth-page">
       <div class="auth-card">
@@ -22,7 +25,7 @@ function AuthForm(props: { title: string; subtitle: string; label: string; submi
         </div>
         <h1>{props.title}</h1>
         <p class="muted-text">{props.subtitle}</p>
-        <form class="stack" onSubmit={submitWith(props.action, () => props.onSubmit())} aria-label={props.label}>
+        <form ref={form} class="stack" onSubmit={submitWith(props.action, () => props.onSubmit())} aria-label={props.label}>
           {props.children}
           <ErrorText message={props.action.error()} id={props.errorId} />
           <Button type="submit" variant="primary" busy={props.action.busy()} class="btn-block">

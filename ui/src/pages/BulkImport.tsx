@@ -6,6 +6,7 @@ import { createMemo, createSignal, For, Show } from 'solid-js';
 import { api } from '../api';
 import { Badge, DialogForm, Field, useDialog, useId } from '../components';
 import { parseDotenv } from '../dotenv';
+import { plural } from '../plural';
 
 type Scope = { projectId: string; environment: string; secretPath: string };
 
@@ -52,8 +53,8 @@ export function BulkImport(props: { scope: Scope; existing: string[]; onSaved: (
   const label = () => {
     const add = fresh().length;
     const over = replaced().length;
-    if (over === 0) return <>Add {add || ''} secrets</>;
-    return add === 0 ? <>Overwrite {over} secrets</> : <>Add {add}, overwrite {over} secrets</>;
+    if (over === 0) return add === 0 ? 'Add secrets' : `Add ${plural(add, 'secret')}`;
+    return add === 0 ? `Overwrite ${plural(over, 'secret')}` : `Add ${add}, overwrite ${over}`;
   };
 
   return (
@@ -77,7 +78,7 @@ export function BulkImport(props: { scope: Scope; existing: string[]; onSaved: (
         </span>
       </Field>
       <div class="bulk-summary" aria-live="polite">
-        <Badge tone={parsed().entries.length ? 'accent' : 'neutral'}>{parsed().entries.length === 1 ? '1 secret' : `${parsed().entries.length} secrets`}</Badge>
+        <Badge tone={parsed().entries.length ? 'accent' : 'neutral'}>{plural(parsed().entries.length, 'secret')}</Badge>
       </div>
       <Show when={clashes().length > 0}>
         <fieldset class="bulk-clashes">

@@ -4,6 +4,7 @@ import { createResource, createSignal, For, Show } from 'solid-js';
 import { api, ApiError, errorText, listIdentities, type ClientSecretData, type Identity, type UniversalAuth } from '../api';
 import { Badge, Button, Confirm, createAction, createListView, Credential, Dialog, DialogForm, Empty, ErrorText, formatDate, Icon, Link, ListTable, Loaded, PageHead, ShownOnce, submitWith, Table, TextField, useDialog, valueOf } from '../components';
 import { navigate } from '../router';
+import { IdentityProjects, TokenAuthPanel, UniversalAuthSettingsForm, type UniversalAuthSettings } from './IdentityAuth';
 
 interface Credentials {
   identityName: string;
@@ -104,14 +105,14 @@ function CreateIdentityForm(props: { onCreated: (c: Credentials) => void }) {
 
 export function IdentityPage(props: { identityId: string }) {
   const base = () => `/api/v1/auth/universal-auth/identities/${encodeURIComponent(props.identityId)}`;
-  const [identity] = createResource(
+  const [identity, { refetch: refetchIdentity }] = createResource(
     () => props.identityId,
     (id) => api<{ identity: Identity }>('GET', `/api/v1/identities/${encodeURIComponent(id)}`).then((r) => r.identity),
   );
   const [ua, { refetch: refetchUa }] = createResource(
     () => props.identityId,
     () =>
-      api<{ identityUniversalAuth: UniversalAuth }>('GET', base()).then(
+      api<{ identityUniversalAuth: UniversalAuthSettings }>('GET', base()).then(
         (r) => r.identityUniversalAuth,
         (err) => {
           if (err instanceof ApiError && err.status === 404) return null;
@@ -129,14 +130,25 @@ export function IdentityPage(props: { identityId: string }) {
   const [revoking, setRevoking] = createSignal<ClientSecretData>();
   const [deleting, setDeleting] = createSignal(false);
   const [description, setDescription] = createSignal('');
+  const [secretTtl, setSecretTtl] = createSignal('');
+  const [secretUses, setSecretUses] = createSignal('');
 
   const attach = async () => {
     await api('POST', base(), { body: {} });
     await refetchUa();
   };
   const generate = async () => {
-    const r = await api<{ clientSecret: string }>('POST', `${base()}/client-secrets`, { body: { description: description().trim() || undefined } });
+    const whole = (name: string, v: string) => {
+      if (!v.trim()) return undefined;
+      if (!/^\d+$/.test(v.trim())) throw new Error(`${name} must be a whole number`);
+      return Number(v.trim());
+    };
+    const r = await api<{ clientSecret: string }>('POST', `${base()}/client-secrets`, {
+      body: { description: description().trim() || undefined, ttl: whole('Secret lifetime', secretTtl()), numUsesLimit: whole('Logins per secret', secretUses()) },
+    });
     setDescription('');
+    setSecretTtl('');
+    setSecretUses('');
     setCredentials({ identityName: valueOf(identity)?.name ?? '', clientId: valueOf(ua)!.clientId, clientSecret: r.clientSecret });
     void refetchSecrets();
   };
@@ -180,11 +192,13 @@ export function IdentityPage(props: { identityId: string }) {
                       {(u) => (
                         <>
                           <Credential label="Client ID" value={u().clientId} />
-                          <p class="muted-text small">
-                            Access tokens live {Math.round(u().accessTokenTTL / 3600)} h (at most {Math.round(u().accessTokenMaxTTL / 3600)} h with renewals).
-                          </p>
+                          <h3>Access tokens and logins</h3>
+                          <UniversalAuthSettingsForm base={base()} settings={u()} onSaved={() => void refetchUa()} />
+                          <h3>New credentials</h3>
                           <form class="inline-form" onSubmit={submitWith(action, generate)} aria-label="Generate new credentials">
                             <TextField label="Description (optional)" value={description()} onValue={setDescription} placeholder="e.g. cluster prod, rotated May" />
+                            <TextField label="Secret lifetime (seconds; empty: never expires)" inputmode="numeric" value={secretTtl()} onValue={setSecretTtl} autocomplete="off" />
+                            <TextField label="Logins per secret (empty: no limit)" inputmode="numeric" value={secretUses()} onValue={setSecretUses} autocomplete="off" />
                             <Button type="submit" variant="primary" busy={action.busy()}>
                               <Icon name="key" /> Generate new credentials
                             </Button>
@@ -203,7 +217,7 @@ export function IdentityPage(props: { identityId: string }) {
                   <p class="muted-text small">Values are never shown after creation; the prefix helps tell them apart.</p>
                   <Loaded of={secrets} empty={<Empty title="No client secrets">Generate credentials to let a machine log in.</Empty>}>
                     {(list) => (
-                      <Table label="Client secrets" columns={['Secret', 'Created', 'Last used', 'Status']} actions each={[...list()].sort((a, b) => b.createdAt.localeCompare(a.createdAt))}>
+                      <Table label="Client secrets" columns={['Secret', 'Created', 'Last used', 'Uses', 'Status']} actions each={[...list()].sort((a, b) => b.createdAt.localeCompare(a.createdAt))}>
                         {(c) => (
                           <tr>
                             <td>
@@ -214,6 +228,13 @@ export function IdentityPage(props: { identityId: string }) {
                             </td>
                             <td class="small">{formatDate(c.createdAt)}</td>
                             <td class="small">{c.lastUsedAt ? formatDate(c.lastUsedAt) : 'never'}</td>
+                            <td class="small">
+                              {c.numUses}
+                              {c.numUsesLimit ? ` of ${c.numUsesLimit}` : ''}
+                              <Show when={c.ttl}>
+                                <div class="muted-text">expires {formatDate(new Date(Date.parse(c.createdAt) + c.ttl * 1000).toISOString())}</div>
+                              </Show>
+                            </td>
                             <td>{c.isClientSecretRevoked ? <Badge tone="bad">revoked</Badge> : <Badge tone="good">active</Badge>}</td>
                             <td class="col-actions">
                               <Show when={!c.isClientSecretRevoked}>
@@ -229,6 +250,9 @@ export function IdentityPage(props: { identityId: string }) {
                   </Loaded>
                 </div>
               </Show>
+              <TokenAuthPanel method="oidc-auth" identityId={props.identityId} onChanged={() => void refetchIdentity()} />
+              <TokenAuthPanel method="jwt-auth" identityId={props.identityId} onChanged={() => void refetchIdentity()} />
+              <IdentityProjects identityId={props.identityId} />
             </div>
           </>
         )}

@@ -111,6 +111,8 @@ function MembersScreen(props: { project: Project }) {
       .sort((a, b) => personName(a).localeCompare(personName(b)))
       .map((p) => ({ id: p.id, label: personName(p) === p.email ? p.email : `${personName(p)} (${p.email})` }));
   });
+  /** The instance's administrator: reaches every project whatever its membership says, so it is not offered for change or removal. */
+  const isSuperAdmin = (id: string) => (id === user()?.id && !!user()?.superAdmin) || (valueOf(allPeople) ?? []).some((p) => p.id === id && p.superAdmin);
   /** The superadmin picks from a list; anyone else types an id. */
   const picks = () => !!user()?.superAdmin;
   const listError = () => {
@@ -142,6 +144,7 @@ function MembersScreen(props: { project: Project }) {
             rows={list().map(row)}
             path={(id) => path(k, id)}
             roles={roleChoices()}
+            projectName={props.project.name}
             onChanged={() => void refetchKind(k)}
             onRemove={(r) => setRemoving({ kind: k, id: r.id, name: r.name })}
           />
@@ -217,6 +220,7 @@ function MembersScreen(props: { project: Project }) {
         name: personName(m.user),
         detail: m.user.email,
         role: m.role,
+        superAdmin: isSuperAdmin(m.userId),
       }))}
 
       <Confirm
@@ -244,42 +248,90 @@ interface MemberRow {
   name: string;
   detail: string;
   role: string;
+  /** The instance's administrator: shown, never changed or removed here. */
+  superAdmin?: boolean;
 }
 
-/** Members of one kind, each with a role select (saved at once) and Remove. */
-function MemberTable(props: { rows: MemberRow[]; roles: string[]; path: (id: string) => string; onChanged: () => void; onRemove: (r: MemberRow) => void }) {
-  const [errors, setErrors] = createSignal<Record<string, string>>({});
-  const change = async (r: MemberRow, role: string) => {
-    setErrors((e) => ({ ...e, [r.id]: '' }));
-    try {
-      await api('PATCH', props.path(r.id), { body: { role } });
-      props.onChanged();
-    } catch (err) {
-      setErrors((e) => ({ ...e, [r.id]: errorText(err) }));
-    }
-  };
+/**
+ * Members of one kind, each with a role select and Remove. Choosing a role only marks the
+ * row changed: nothing is sent until Save, and Save asks first, naming who goes from which
+ * role to which (a keyboard user moving through the list must not change anyone's access).
+ */
+function MemberTable(props: { rows: MemberRow[]; roles: string[]; projectName: string; path: (id: string) => string; onChanged: () => void; onRemove: (r: MemberRow) => void }) {
+  const [pending, setPending] = createSignal<Record<string, string>>({});
+  const [confirming, setConfirming] = createSignal<{ row: MemberRow; role: string }>();
+  const chosen = (r: MemberRow) => pending()[r.id] ?? r.role;
+  const forget = (id: string) =>
+    setPending((p) => Object.fromEntries(Object.entries(p).filter(([k]) => k !== id)));
   return (
-    <Table columns={['Name', 'Role']} actions each={props.rows}>
-      {(r) => (
-        <tr>
-          <td>
-            <div class="cell-title">{r.name}</div>
-            <div class="muted-text small">{r.detail}</div>
-          </td>
-          <td>
-            <select aria-label={`Role of ${r.name}`} value={r.role} onChange={(e) => void change(r, e.currentTarget.value)}>
-              <For each={props.roles.includes(r.role) ? props.roles : [...props.roles, r.role]}>{(role) => <option value={role}>{role}</option>}</For>
-            </select>
-            <ErrorText message={errors()[r.id] || undefined} />
-          </td>
-          <td class="col-actions">
-            <Button size="sm" variant="ghost" aria-label={`Remove ${r.name}`} onClick={() => props.onRemove(r)}>
-              <Icon name="trash" /> Remove
-            </Button>
-          </td>
-        </tr>
-      )}
-    </Table>
+    <>
+      <Table columns={['Name', 'Role']} actions each={props.rows}>
+        {(r) => (
+          <tr>
+            <td>
+              <div class="cell-title">{r.name}</div>
+              <div class="muted-text small">{r.detail}</div>
+            </td>
+            <td>
+              <Show when={!r.superAdmin} fallback={<Badge tone="accent">administrator: every project</Badge>}>
+              <div class="role-cell">
+                <select
+                  aria-label={`Role of ${r.name}`}
+                  value={chosen(r)}
+                  onChange={(e) => {
+                    const v = e.currentTarget.value;
+                    if (v === r.role) forget(r.id);
+                    else setPending((p) => ({ ...p, [r.id]: v }));
+                  }}
+                >
+                  <For each={props.roles.includes(r.role) ? props.roles : [...props.roles, r.role]}>{(role) => <option value={role}>{role}</option>}</For>
+                </select>
+                <Show when={chosen(r) !== r.role}>
+                  <Button size="sm" variant="primary" aria-label={`Save role of ${r.name}`} onClick={() => setConfirming({ row: r, role: chosen(r) })}>
+                    Save
+                  </Button>
+                  <Button size="sm" variant="ghost" aria-label={`Undo role change of ${r.name}`} onClick={() => forget(r.id)}>
+                    Undo
+                  </Button>
+                </Show>
+              </div>
+              <Show when={chosen(r) !== r.role}>
+                <p class="muted-text small" role="status">
+                  Not saved: {r.role} → {chosen(r)}
+                </p>
+              </Show>
+              </Show>
+            </td>
+            <td class="col-actions">
+              <Show when={!r.superAdmin}>
+                <Button size="sm" variant="ghost" aria-label={`Remove ${r.name}`} onClick={() => props.onRemove(r)}>
+                  <Icon name="trash" /> Remove
+                </Button>
+              </Show>
+            </td>
+          </tr>
+        )}
+      </Table>
+      <Confirm
+        open={confirming() !== undefined}
+        title="Change role"
+        variant={confirming()?.role === 'no-access' ? 'danger' : 'primary'}
+        message={
+          <p>
+            <strong>{confirming()?.row.name}</strong> goes from <strong>{confirming()?.row.role}</strong> to <strong>{confirming()?.role}</strong> in <strong>{props.projectName}</strong>, at once
+            {confirming()?.role === 'no-access' ? ': they will read and change nothing there.' : '.'}
+          </p>
+        }
+        confirmLabel={`Change to ${confirming()?.role ?? ''}`}
+        onClose={() => setConfirming(undefined)}
+        onConfirm={async () => {
+          const c = confirming()!;
+          await api('PATCH', props.path(c.row.id), { body: { role: c.role } });
+          forget(c.row.id);
+          props.onChanged();
+        }}
+      />
+    </>
   );
 }
 

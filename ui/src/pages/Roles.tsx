@@ -153,7 +153,7 @@ function RoleEditor(props: { project: Project; base: string; role?: ProjectRole;
     <div class="panel">
       <h2>{props.role ? `Edit ${props.role.name}` : 'New role'}</h2>
       <form class="stack" onSubmit={submitWith(saving, save)} aria-label={props.role ? 'Edit role' : 'New role'}>
-        <div class="inline-form">
+        <div class="inline-form align-top">
           <TextField label="Name" value={name()} onValue={setName} required maxLength={64} />
           <TextField label="Slug" class="mono" value={slug()} onValue={setSlug} required maxLength={64} hint="lower-case letters, digits, hyphens" />
           <TextField label="Description" value={description()} onValue={setDescription} maxLength={1000} />
@@ -166,7 +166,7 @@ function RoleEditor(props: { project: Project; base: string; role?: ProjectRole;
           {(row, i) => (
             <fieldset class="rule" aria-label={`Rule ${i + 1}`}>
               <legend>Rule {i + 1}</legend>
-              <div class="inline-form">
+              <div class="inline-form align-top">
                 <Field label="Effect" for={`${envId}-effect-${i}`}>
                   <select id={`${envId}-effect-${i}`} value={row().deny ? 'deny' : 'allow'} onChange={(e) => update(i, { deny: e.currentTarget.value === 'deny' })}>
                     <option value="allow">allow</option>

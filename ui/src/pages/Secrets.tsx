@@ -7,6 +7,7 @@ import { Badge, Button, Confirm, ConfirmDelete, CopyButton, createAction, submit
 import { watchProject } from '../liveEvents';
 import { location, navigate, rememberSecretsSearch } from '../router';
 import { BulkImport } from './BulkImport';
+import { plural } from '../plural';
 
 const PAGE = 50;
 const HISTORY_PAGE = 10;
@@ -227,7 +228,7 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
           </Show>
           <span class="muted-text small" aria-live="polite">
             <Show when={(valueOf(secrets)?.length ?? 0) > 0}>
-              {list.filtered().length} of {valueOf(secrets)!.length} secrets
+              {countText(list.filtered().length, valueOf(secrets)!.length)}
             </Show>
           </span>
           <span class="sr-only" role="status" data-testid="live-note">
@@ -255,7 +256,7 @@ export function SecretsScreen(props: { project: Project; onProjectChanged: () =>
         <BesideSecrets of={imports} secrets={secrets}>
           {(rows) => (
             <section class="imports" aria-label="Imports">
-              <h3 class="small muted-text">Imported, in order (a key of this folder wins; among imports, the last one holding a key)</h3>
+              <h2 class="small muted-text">Imported, in order (a key of this folder wins; among imports, the last one holding a key)</h2>
               <ul class="folders">
                 <For each={rows()}>
                   {(i) => (
@@ -544,7 +545,6 @@ function SecretForm(props: { scope: Scope; tags: Tag[]; secret?: Secret; onSaved
   );
 }
 
-/** Many KEY=value lines at once: checked as they are typed, added all or none. */
 /** The versions of one secret, newest first, a page at a time; any older one can be restored. */
 function History(props: { secret: Secret; onRestored: () => void }) {
   const dialog = useDialog();
@@ -707,4 +707,9 @@ function TagsForm(props: { projectId: string; tags: Tag[]; onChanged: () => void
       </form>
     </div>
   );
+}
+
+/** "3 secrets", or "1 of 3 secrets" while a filter hides some. */
+function countText(shown: number, total: number): string {
+  return shown === total ? plural(total, 'secret') : `${shown} of ${plural(total, 'secret')}`;
 }
