@@ -58,7 +58,10 @@ const baseOptions: postgres.Options<Record<string, postgres.PostgresType>> = {
   types: {
     int8: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) },
   },
-  transform: { ...postgres.camel, undefined: null },
+  // Column names to camelCase, and nothing else: postgres.camel would also rename the keys inside
+  // every json value read (a JWT binding on `repository_owner` came back as `repositoryOwner`
+  // and never matched GitHub's claim). JSON comes back exactly as it was stored.
+  transform: { column: postgres.camel.column, undefined: null },
   connection: { application_name: 'vault-standalone' },
 };
 

@@ -107,3 +107,12 @@ t.test('the test template: a copy opens and migrates to the same database as an 
   t.ok(empty.applied.length > 0 && empty.columns.length > 0, 'the empty folder got the schema');
   t.same(copied, empty, 'every migration applied, same columns, indexes, settings and databases');
 });
+
+t.test('column names come back camelCased; keys inside json values exactly as stored', async (t) => {
+  const dir = await seedEmbeddedDataDir(dataDir(t));
+  const db = await connectDatabase({ dataDir: dir });
+  t.teardown(() => db.close());
+  const [row] = await db.sql<{ someColumn: number; claims: Record<string, unknown> }[]>`select 1 as some_column, '{"repository_owner":"acme","nested":{"job_workflow_ref":"x"}}'::jsonb as claims`;
+  t.equal(row!.someColumn, 1);
+  t.same(row!.claims, { repository_owner: 'acme', nested: { job_workflow_ref: 'x' } });
+});
