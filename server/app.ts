@@ -115,6 +115,8 @@ export async function startService(config: Config, log: Logger): Promise<Running
     cryptoTask: metrics.cryptoTask,
     coalescedRead: metrics.coalescedRead,
     committed: metrics.committed,
+    dbCall: metrics.dbCall,
+    auditChain: metrics.auditChain,
   });
   let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined;
   let admin: Awaited<ReturnType<typeof startAdminChannel>> | undefined;
