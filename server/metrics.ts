@@ -44,7 +44,7 @@ export function serviceVersion(): string {
 }
 
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PATCH', 'PUT', 'DELETE']);
-/** The route label of a request no declared route matched (the UI's files, 404s). */
+/** The route label of a request no declared route matched (404s; the UI's files are `ui-static`, server/http/static.ts). */
 export const UNMATCHED_ROUTE = 'unmatched';
 
 /** Login routes: their answers are the login outcomes. */

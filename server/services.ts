@@ -323,8 +323,15 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       bus,
       access,
       onCommitted: (c) => {
-        // The audit trail has the details (who, what, where); the log says that it happened.
-        log.info({ event: 'audit', auditEvents: c.events, invalidations: c.invalidations }, `change committed: ${c.events.join(', ')}`);
+        // The audit trail has the details (what, where); the log says that it happened, who
+        // did it and in which request. A change that appended no entry (a refused login's
+        // failure count) has nothing to say here.
+        if (c.events.length > 0) {
+          log.info(
+            { event: 'audit', auditEvents: c.events, invalidations: c.invalidations, reqId: c.reqId ?? null, actorKind: c.actor.actorType, actorId: c.actor.actorId },
+            `change committed: ${c.events.join(', ')}`,
+          );
+        }
         heads.committed(c.events.length);
         hooks.committed?.(c);
       },
