@@ -61,8 +61,12 @@ export interface CryptoPoolStats {
   /** Tasks waiting for a free worker. */
   queueSize: number;
   threads: number;
-  /** Share of the pool's capacity used since start (piscina's utilization, 0..1). */
-  utilization: number;
+  /**
+   * Worker time spent running tasks since start, in seconds (piscina's mean run time ×
+   * tasks run: its utilization × elapsed time × threads). Only grows, up to rounding of
+   * the mean: a counter's rate over threads is the utilization over any window.
+   */
+  busySeconds: number;
 }
 
 export type CryptoErrorCode = ErrorCode;
@@ -565,7 +569,11 @@ class PooledCrypto implements Crypto {
 
   poolStats(): CryptoPoolStats {
     const pool = this.#pool;
-    return { queueSize: pool.queueSize, threads: pool.threads.length, utilization: pool.utilization };
+    return {
+      queueSize: pool.queueSize,
+      threads: pool.threads.length,
+      busySeconds: (pool.utilization * pool.duration * pool.options.maxThreads) / 1000,
+    };
   }
 
   async close(): Promise<void> {

@@ -2,7 +2,7 @@
 import { LOG_LEVELS, type Config } from './config.js';
 import { tuneGc } from './gcTuning.js';
 import { createHttpServer } from './http/app.js';
-import { loadStaticUi } from './http/static.js';
+import { loadStaticUi, UI_STATIC_ROUTE } from './http/static.js';
 import { checkTlsPair, readTlsPair, watchTlsFiles, withPrivateCopy, type TlsPair } from './http/tls.js';
 import { createApi, type Api } from './routes/api.js';
 import { registerOpenApiRoute } from './routes/openapi.js';
@@ -35,7 +35,7 @@ import { serviceHandlers, startAdminChannel } from './adminChannel.js';
 import { clientAddress, ipMatcher } from './http/clientAddress.js';
 import type { RequestRecord } from './http/types.js';
 import type { Logger } from './log.js';
-import { createMetrics, serveMetrics, type Metrics } from './metrics.js';
+import { createMetrics, loginKind, loginOutcome, serveMetrics, type Metrics } from './metrics.js';
 import { createServices, type Services } from './services.js';
 
 export interface RunningService {
@@ -108,16 +108,39 @@ export function requestLogFields(r: RequestRecord, isTrustedProxy: (address: str
   };
 }
 
+/**
+ * The request line's level: `error` for a 5xx (the service failed), `warn` for refused
+ * credentials, a refused permission and rate limits or lockouts (401, 403, 429: what an
+ * on-call looks at for abuse), `info` for the other answers, and `debug` for a
+ * successful UI file (most lines of a browser session, and none of them news).
+ */
+export function requestLogLevel(r: Pick<RequestRecord, 'status' | 'route'>): 'debug' | 'info' | 'warn' | 'error' {
+  if (r.status >= 500) return 'error';
+  if (r.status === 401 || r.status === 403 || r.status === 429) return 'warn';
+  if (r.route === UI_STATIC_ROUTE && r.status < 400) return 'debug';
+  return 'info';
+}
+
+/** A refused login (401: bad credentials; 429: locked out) as its warn line says it; undefined for anything else. */
+export function loginRefusal(r: Pick<RequestRecord, 'status' | 'route' | 'method'>): { kind: string; outcome: string } | undefined {
+  if (r.status !== 401 && r.status !== 429) return undefined;
+  const kind = loginKind(r.method, r.route);
+  return kind === undefined ? undefined : { kind, outcome: loginOutcome(r.status) };
+}
+
 export async function startService(config: Config, log: Logger): Promise<RunningService> {
   tuneGc();
   const metrics = createMetrics();
   const isTrustedProxy = ipMatcher(config.trustedProxies);
   const requestLines = LOG_LEVELS.indexOf(config.logLevel) <= LOG_LEVELS.indexOf('info');
+  const debugLines = LOG_LEVELS.indexOf(config.logLevel) <= LOG_LEVELS.indexOf('debug');
   const services = await createServices(config, log, {
     cryptoTask: metrics.cryptoTask,
     coalescedRead: metrics.coalescedRead,
     committed: metrics.committed,
     webhookDelivery: metrics.webhookDelivery,
+    dbCall: metrics.dbCall,
+    auditChain: metrics.auditChain,
   });
   let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined;
   let admin: Awaited<ReturnType<typeof startAdminChannel>> | undefined;
@@ -145,9 +168,24 @@ export async function startService(config: Config, log: Logger): Promise<Running
       tls: config.tls,
       onResponse: (r) => {
         metrics.request(r);
-        // 5xx are logged by the front with their error; every answer gets this line (its
-        // fields, the client's address among them, are not even built below LOG_LEVEL=info).
-        if (requestLines) log.info(requestLogFields(r, isTrustedProxy), 'request');
+        // Every answer gets this line, at the level of its status (requestLogLevel); a
+        // 5xx also has the front's line with its error. Below LOG_LEVEL=info its fields,
+        // the client's address among them, are not even built.
+        if (!requestLines) return;
+        const level = requestLogLevel(r);
+        if (level === 'debug') {
+          if (debugLines) log.debug?.(requestLogFields(r, isTrustedProxy), 'request');
+          return;
+        }
+        const fields = requestLogFields(r, isTrustedProxy);
+        log[level](fields, 'request');
+        const refused = loginRefusal(r);
+        if (refused !== undefined) {
+          log.warn(
+            { event: 'login-refused', ...refused, reqId: r.reqId, client: fields.client },
+            `${refused.kind} login refused (${refused.outcome === 'locked_out' ? 'locked out' : 'bad credentials'})`,
+          );
+        }
       },
     });
     metrics.observeFront(http);

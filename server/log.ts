@@ -60,7 +60,11 @@ export function createLogger(opts: LoggerOptions) {
 
 const LEVEL_TAGS: Record<string, string> = { debug: 'DEBUG', info: 'INFO ', warn: 'WARN ', error: 'ERROR', fatal: 'FATAL' };
 
-/** One JSON log line as a person reads it: `12:00:01.123 INFO  msg key=value …`. */
+/**
+ * One JSON log line as a person reads it: `2026-11-26T12:00:01.123Z INFO  msg key=value …`.
+ * The whole timestamp, date and zone (always UTC, `Z`) included: a line read days later
+ * or beside another host's says when it happened.
+ */
 export function formatPretty(line: string): string {
   let o: Record<string, unknown>;
   try {
@@ -69,7 +73,7 @@ export function formatPretty(line: string): string {
     return line.endsWith('\n') ? line : `${line}\n`;
   }
   const { time, level, msg, pid: _pid, ...rest } = o;
-  const clock = typeof time === 'string' ? time.slice(11, 23) : '';
+  const clock = typeof time === 'string' ? time : '';
   const fields = Object.entries(rest)
     .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
     .join(' ');

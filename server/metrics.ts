@@ -6,6 +6,7 @@
 // project, folder or key name in it), a fixed set of methods, the status code, a fixed
 // set of cache names, crypto operations and login outcomes. No label ever carries a
 // secret name, a project name, an id or anything else a client chooses.
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
@@ -16,15 +17,50 @@ import type { DeliveryOutcome } from './domain/webhookWorker.js';
 import type { RequestRecord } from './http/types.js';
 import { SeriesHistogram, type HistogramSeries } from './seriesHistogram.js';
 
+/**
+ * Every series of this service starts with this. It was `vault_` until issue 33: that
+ * collides with HashiCorp Vault's own metrics in clusters that run both (README, Metrics,
+ * has the old → new table).
+ */
+export const PREFIX = 'vaultstandalone_';
+
+/**
+ * prom-client's default gauges that break the naming rules (`_total` is for counters;
+ * `promtool check metrics` refuses them). Each is the sum over the `type` label of the
+ * gauge of the same name without `_total`, which stays: `sum(nodejs_active_handles)`.
+ */
+export const DROPPED_DEFAULT_METRICS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+
+/** The service's version, from the package.json beside the sources (or the build). */
+export function serviceVersion(): string {
+  for (const rel of ['../package.json', '../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'vault-standalone' && typeof pkg.version === 'string') return pkg.version;
+    } catch {
+      // Not this one.
+    }
+  }
+  return 'unknown';
+}
+
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PATCH', 'PUT', 'DELETE']);
-/** The route label of a request no declared route matched (the UI's files, 404s). */
+/** The route label of a request no declared route matched (404s; the UI's files are `ui-static`, server/http/static.ts). */
 export const UNMATCHED_ROUTE = 'unmatched';
 
 /** Login routes: their answers are the login outcomes. */
 const LOGIN_ROUTES: Record<string, string> = {
   'POST /api/v1/auth/universal-auth/login': 'machine',
   'POST /api/v3/auth/login': 'user',
+  'POST /api/v1/auth/jwt-auth/login': 'jwt',
+  'POST /api/v1/auth/oidc-auth/login': 'oidc',
+  'POST /api/v1/auth/kubernetes-auth/login': 'kubernetes',
 };
+
+/** The login kind of a route (undefined: not a login route). */
+export function loginKind(method: string, route: string | undefined): string | undefined {
+  return route === undefined ? undefined : LOGIN_ROUTES[`${method} ${route}`];
+}
 
 /** 200 success, 401 refused credentials, 429 refused because locked out, other 4xx malformed, 5xx error. */
 export function loginOutcome(status: number): string {
@@ -59,12 +95,20 @@ export function createMetrics() {
   const registry = new Registry();
   const registers = [registry];
   collectDefaultMetrics({ register: registry });
+  for (const name of DROPPED_DEFAULT_METRICS) registry.removeSingleMetric(name);
+
+  new Gauge({
+    name: `${PREFIX}build_info`,
+    help: 'Always 1; the labels say which build runs: version (package.json) and node (the runtime).',
+    labelNames: ['version', 'node'] as const,
+    registers,
+  }).set({ version: serviceVersion(), node: process.version }, 1);
 
   // Counted per series here and handed to the counter at scrape time: prom-client's inc()
   // hashes its label object on every call, which the per-request path cannot afford.
   const requestSeries = new Map<string, Map<string, Map<number, RequestSeries>>>();
   new Counter({
-    name: 'vault_http_requests_total',
+    name: `${PREFIX}http_requests_total`,
     help: 'HTTP requests answered, by route template, method and status (499: the client went away first).',
     labelNames: ['route', 'method', 'status'] as const,
     registers,
@@ -80,37 +124,37 @@ export function createMetrics() {
     },
   });
   const httpDuration = new SeriesHistogram({
-    name: 'vault_http_request_duration_seconds',
+    name: `${PREFIX}http_request_duration_seconds`,
     help: 'Time from a request arriving to its answer being written, by route template and method.',
     buckets: LATENCY_BUCKETS,
     registers,
   });
   const logins = new Counter({
-    name: 'vault_logins_total',
-    help: 'Login attempts by kind (machine: Universal Auth, user: administrator) and outcome (success, failure, locked_out, invalid, error).',
+    name: `${PREFIX}logins_total`,
+    help: 'Login attempts by kind (machine: Universal Auth, user: a person, jwt, oidc, kubernetes) and outcome (success, failure, locked_out, invalid, error).',
     labelNames: ['kind', 'outcome'] as const,
     registers,
   });
   const cryptoTasks = new SeriesHistogram({
-    name: 'vault_crypto_task_duration_seconds',
+    name: `${PREFIX}crypto_task_duration_seconds`,
     help: 'Crypto worker tasks by operation: time from submission to answer, queue wait included.',
     buckets: LATENCY_BUCKETS,
     registers,
   });
   const cryptoSeries = new Map<string, HistogramSeries>();
   const coalesced = new Counter({
-    name: 'vault_secret_reads_coalesced_total',
+    name: `${PREFIX}secret_reads_coalesced_total`,
     help: 'Secret reads that shared a decryption task already under way for the same folder version.',
     registers,
   });
   const auditAppend = new Histogram({
-    name: 'vault_audit_append_duration_seconds',
+    name: `${PREFIX}audit_append_duration_seconds`,
     help: 'Time to append one audit entry (inside the change transaction).',
     buckets: LATENCY_BUCKETS,
     registers,
   });
   const invalidation = new Histogram({
-    name: 'vault_invalidation_publish_duration_seconds',
+    name: `${PREFIX}invalidation_publish_duration_seconds`,
     help: 'Time from publishing a cache invalidation after a commit to every replica having applied it (Redis: acknowledgements; in-process: immediate).',
     buckets: LATENCY_BUCKETS,
     registers,
@@ -118,7 +162,7 @@ export function createMetrics() {
 
   /** The series of one route, method (one of METHODS, or OTHER) and status. */
   function requestSeriesOf(route: string, m: string, status: number): RequestSeries {
-    const kind = route === UNMATCHED_ROUTE ? undefined : LOGIN_ROUTES[`${m} ${route}`];
+    const kind = route === UNMATCHED_ROUTE ? undefined : loginKind(m, route);
     return {
       labels: { route, method: m, status: String(status) },
       pending: 0,
@@ -130,7 +174,7 @@ export function createMetrics() {
   let observed: Observed | undefined;
   const cacheLast = new Map<string, { hits: number; misses: number; bypassed: number }>();
   new Counter({
-    name: 'vault_cache_requests_total',
+    name: `${PREFIX}cache_requests_total`,
     help: 'Cache lookups by cache and result (hit, miss: loaded from the database, bypass: Redis link down, caches off).',
     labelNames: ['cache', 'result'] as const,
     registers,
@@ -147,7 +191,7 @@ export function createMetrics() {
     },
   });
   new Gauge({
-    name: 'vault_crypto_pool_queue_depth',
+    name: `${PREFIX}crypto_pool_queue_depth`,
     help: 'Crypto tasks waiting for a free worker.',
     registers,
     collect() {
@@ -155,23 +199,30 @@ export function createMetrics() {
     },
   });
   new Gauge({
-    name: 'vault_crypto_pool_threads',
+    name: `${PREFIX}crypto_pool_threads`,
     help: 'Crypto worker threads running.',
     registers,
     collect() {
       if (observed) this.set(observed.crypto.poolStats().threads);
     },
   });
-  new Gauge({
-    name: 'vault_crypto_pool_utilization_ratio',
-    help: "Share of the crypto pool's capacity used since start (0..1).",
+  let busyLast = 0;
+  new Counter({
+    name: `${PREFIX}crypto_pool_busy_seconds_total`,
+    help: 'Worker time spent running crypto tasks. rate() over crypto_pool_threads is the utilization over that window.',
     registers,
     collect() {
-      if (observed) this.set(observed.crypto.poolStats().utilization);
+      if (!observed) return;
+      // piscina's figure is a mean times a count: never let its rounding step back.
+      const now = observed.crypto.poolStats().busySeconds;
+      if (now > busyLast) {
+        this.inc(now - busyLast);
+        busyLast = now;
+      }
     },
   });
   new Gauge({
-    name: 'vault_redis_connected',
+    name: `${PREFIX}redis_connected`,
     help: 'Whether this replica hears the other replicas through Redis (1) or not (0; caches are bypassed). Absent without REDIS_URL.',
     // A label, so that the series is absent (not 0) when there is no Redis at all.
     labelNames: ['bus'] as const,
@@ -181,7 +232,7 @@ export function createMetrics() {
     },
   });
   new Gauge({
-    name: 'vault_db_pool_max_connections',
+    name: `${PREFIX}db_pool_max_connections`,
     help: 'Configured size of the database connection pool (postgres.js exposes no in-use or waiting counts).',
     registers,
     collect() {
@@ -189,9 +240,44 @@ export function createMetrics() {
     },
   });
 
+  const dbDuration = new SeriesHistogram({
+    name: `${PREFIX}db_query_duration_seconds`,
+    help: 'Database calls (one storage function: one or a few statements) by backend (postgres, embedded) and aggregate (secrets, audit, …), failed ones included.',
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
+  const dbSeries = new Map<string, HistogramSeries>();
+  const dbErrors = new Counter({
+    name: `${PREFIX}db_query_errors_total`,
+    help: 'Database calls that failed, by backend, aggregate and kind (unavailable: connection lost or refused; conflict; invalid-input; other).',
+    labelNames: ['backend', 'store', 'kind'] as const,
+    registers,
+  });
+
+  // Absent until known (registered on the first report: a gauge without labels would
+  // otherwise read 0, "broken"): set at start when the trail is known broken, and by each
+  // full verification.
+  let auditChain: { ok: boolean; verifiedAt?: Date } | undefined;
+  const auditChainOk = new Gauge({
+    name: `${PREFIX}audit_chain_ok`,
+    help: "The audit chain's state as last found: 1 intact, 0 broken (edited, deleted or rolled back entries). Absent until a verification ran or the trail was found broken at start.",
+    registers: [],
+    collect() {
+      if (auditChain !== undefined) this.set(auditChain.ok ? 1 : 0);
+    },
+  });
+  const auditVerifiedAt = new Gauge({
+    name: `${PREFIX}audit_last_verification_timestamp_seconds`,
+    help: 'When the last full verification of the audit chain ended (Unix time). Absent until one ran in this process.',
+    registers: [],
+    collect() {
+      if (auditChain?.verifiedAt !== undefined) this.set(auditChain.verifiedAt.getTime() / 1000);
+    },
+  });
+
   let front: { readonly unsentBytes: number; readonly slowClientCloses: number; readonly unsentRefusals: number } | undefined;
   new Gauge({
-    name: 'vault_http_unsent_bytes',
+    name: `${PREFIX}http_unsent_bytes`,
     help: 'Bytes of replies held for clients that have not read them yet (capped by MAX_UNSENT_BYTES).',
     registers,
     collect() {
@@ -200,7 +286,7 @@ export function createMetrics() {
   });
   const slowLast = { closes: 0, refusals: 0 };
   new Counter({
-    name: 'vault_http_slow_clients_total',
+    name: `${PREFIX}http_slow_clients_total`,
     help: 'Large replies cut short by slow clients: closed (no progress for SLOW_CLIENT_TIMEOUT_MS) or refused (503: MAX_UNSENT_BYTES reached).',
     labelNames: ['outcome'] as const,
     registers,
@@ -214,20 +300,20 @@ export function createMetrics() {
   });
 
   const webhookDeliveries = new Counter({
-    name: 'vault_webhook_deliveries_total',
+    name: `${PREFIX}webhook_deliveries_total`,
     help: 'Webhook delivery attempts by outcome (success; retry: failed, tried again later; dead: failed past WEBHOOK_RETRY_PERIOD_SECONDS).',
     labelNames: ['outcome'] as const,
     registers,
   });
   const webhookDuration = new Histogram({
-    name: 'vault_webhook_delivery_duration_seconds',
+    name: `${PREFIX}webhook_delivery_duration_seconds`,
     help: 'Time of one webhook delivery attempt (connect, send, answer), whatever its outcome.',
     buckets: LATENCY_BUCKETS,
     registers,
   });
   const WEBHOOK_STATES = ['ok', 'retrying', 'dead', 'disabled'];
   new Gauge({
-    name: 'vault_webhooks',
+    name: `${PREFIX}webhooks`,
     help: 'Webhooks by delivery state: ok, retrying (a delivery failed and waits for its next try), dead (parked until enabled again), disabled.',
     labelNames: ['state'] as const,
     registers,
@@ -290,6 +376,26 @@ export function createMetrics() {
     committed(c: CommittedChange): void {
       for (const s of c.auditAppendSeconds) auditAppend.observe(s);
       for (const s of c.publishSeconds) invalidation.observe(s);
+    },
+    /** One database call (ServiceHooks.dbCall): `failure` set when it failed. */
+    dbCall(backend: string, store: string, seconds: number, failure?: string): void {
+      const key = `${backend} ${store}`;
+      let s = dbSeries.get(key);
+      if (s === undefined) dbSeries.set(key, (s = dbDuration.series(key, { backend, store })));
+      s.observe(seconds);
+      if (failure !== undefined) dbErrors.inc({ backend, store, kind: failure });
+    },
+    /**
+     * The audit chain as last found: `ok` false when broken. `verifiedAt`: when a full
+     * verification ended (omitted when the state comes from elsewhere, e.g. the start-up
+     * check of a deleted trail). Any code that verifies the chain (the route, a background
+     * verifier) calls this with its result.
+     */
+    auditChain(ok: boolean, verifiedAt?: Date): void {
+      if (auditChain === undefined) registry.registerMetric(auditChainOk);
+      const at = verifiedAt ?? auditChain?.verifiedAt;
+      if (at !== undefined && auditChain?.verifiedAt === undefined) registry.registerMetric(auditVerifiedAt);
+      auditChain = { ok, verifiedAt: at };
     },
     /** The parts of the running service read at scrape time. */
     observe(o: Observed): void {

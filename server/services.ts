@@ -2,6 +2,7 @@
 import { createCrypto, type Crypto } from '../crypto/index.js';
 import { memoryBus, redisBus, type CacheBus } from '../storage/cache.js';
 import { connectDatabase, type Database } from '../storage/db.js';
+import { classifyStorageError } from '../storage/errors.js';
 import { redisTransport } from '../storage/tls.js';
 import { createStore, type Store } from '../storage/index.js';
 import { sweepAccessTokens, sweepLoginFailures } from '../storage/identities.js';
@@ -119,6 +120,10 @@ export interface ServiceHooks {
   committed?(c: CommittedChange): void;
   /** A webhook delivery ended (server/domain/webhookWorker.ts); never a URL or a key. */
   webhookDelivery?(o: DeliveryOutcome): void;
+  /** Each database call (a storage function): backend, aggregate, seconds, and how it failed (storage/errors.ts's class, or `other`). */
+  dbCall?(backend: Database['kind'], store: string, seconds: number, failure?: string): void;
+  /** The audit chain's state as last found: at start (a trail known broken) and after each full verification. */
+  auditChain?(ok: boolean, verifiedAt?: Date): void;
 }
 
 /** Access-token rows are kept this long after revocation or expiry (for inspection), then deleted. */
@@ -188,6 +193,20 @@ async function firstVisitCode(config: Config, derived: string, store: Store, log
   return setupCode(derived);
 }
 
+/** The audit domain, its full verifications reported to the metrics (ok or broken, and when). */
+function observedAudit(audit: AuditDomain, hooks: ServiceHooks): AuditDomain {
+  const report = hooks.auditChain;
+  if (report === undefined) return audit;
+  return {
+    ...audit,
+    async verify(actor) {
+      const r = await audit.verify(actor);
+      report(r.ok, new Date());
+      return r;
+    },
+  };
+}
+
 export interface ServiceOptions extends ServiceHooks {
   /** The first visit's setup code (false for the CLI: only the service serves signups). */
   firstVisit?: boolean;
@@ -249,10 +268,21 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
         `instance upgraded: ${privilegeRows} privilege row(s) MACed, ${r.legacy.entries} audit entries recorded as written before the chain was keyed`,
       ),
     );
-    const store = createStore(db.sql, { auditKey: await openAuditKey(boot, crypto, record), privilegeKey: privilegeKeyOf(crypto) });
+    const dbCall = hooks.dbCall;
+    const store = createStore(db.sql, {
+      auditKey: await openAuditKey(boot, crypto, record),
+      privilegeKey: privilegeKeyOf(crypto),
+      observe:
+        dbCall === undefined
+          ? undefined
+          : (name, seconds, err) => dbCall(db.kind, name, seconds, err === undefined ? undefined : (classifyStorageError(err) ?? 'other')),
+    });
     // Said at every start: the evidence stays in the anchor, the service keeps serving.
     const auditTrail = (await store.audit.anchor())?.trailMissing ? 'BROKEN: the chain was started over a trail that was deleted or rewritten (see the log)' : 'ok';
-    if (auditTrail !== 'ok') log.error({ event: 'audit-trail-missing' }, TRAIL_MISSING_WARNING);
+    if (auditTrail !== 'ok') {
+      log.error({ event: 'audit-trail-missing' }, TRAIL_MISSING_WARNING);
+      hooks.auditChain?.(false);
+    }
     const heads = auditHeadLog({
       store,
       log: (line, head) => log.info({ event: 'audit-head', entries: head.entries, lastId: head.lastId, mac: head.mac }, line),
@@ -302,8 +332,15 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       bus,
       access,
       onCommitted: (c) => {
-        // The audit trail has the details (who, what, where); the log says that it happened.
-        log.info({ event: 'audit', auditEvents: c.events, invalidations: c.invalidations }, `change committed: ${c.events.join(', ')}`);
+        // The audit trail has the details (what, where); the log says that it happened, who
+        // did it and in which request. A change that appended no entry (a refused login's
+        // failure count) has nothing to say here.
+        if (c.events.length > 0) {
+          log.info(
+            { event: 'audit', auditEvents: c.events, invalidations: c.invalidations, reqId: c.reqId ?? null, actorKind: c.actor.actorType, actorId: c.actor.actorId },
+            `change committed: ${c.events.join(', ')}`,
+          );
+        }
         heads.committed(c.events.length);
         hooks.committed?.(c);
       },
@@ -434,7 +471,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       roles: rolesDomain({ store, access, changes }),
       webhooks,
       webhookWorker: deliveries,
-      audit: auditDomain({ store, access }),
+      audit: observedAudit(auditDomain({ store, access }), hooks),
       close,
     };
   } catch (err) {

@@ -22,7 +22,7 @@ import { usersStore } from './users.js';
 import { webhooksStore } from './webhooks.js';
 
 function bind(sql: Queryable, opts: StoreOptions) {
-  return {
+  const stores = {
     keys: keysStore(sql),
     organizations: organizationsStore(sql),
     projects: projectsStore(sql),
@@ -42,7 +42,37 @@ function bind(sql: Queryable, opts: StoreOptions) {
     loginAttempts: loginAttemptsStore(sql),
     webhooks: webhooksStore(sql),
   };
+  const observe = opts.observe;
+  if (observe !== undefined) for (const name in stores) timed(name, stores[name as keyof typeof stores] as unknown as Record<string, unknown>, observe);
+  return stores;
 }
+
+/**
+ * Times every call of one aggregate's store in place: a call returning a plain promise
+ * (an async function: one or a few statements) reports its duration, and its error when
+ * it rejects. Anything else (a lazy postgres.js query a caller may still turn into a
+ * cursor) is returned untouched and not timed, so timing never runs a query twice.
+ */
+function timed(name: string, store: Record<string, unknown>, observe: QueryObserver): void {
+  for (const key of Object.keys(store)) {
+    const fn = store[key];
+    if (typeof fn !== 'function') continue;
+    store[key] = function (this: unknown, ...args: unknown[]): unknown {
+      const started = performance.now();
+      const r: unknown = (fn as (...a: unknown[]) => unknown).apply(this, args);
+      if (r instanceof Promise && Object.getPrototypeOf(r) === Promise.prototype) {
+        r.then(
+          () => observe(name, (performance.now() - started) / 1000),
+          (err: unknown) => observe(name, (performance.now() - started) / 1000, err),
+        );
+      }
+      return r;
+    };
+  }
+}
+
+/** Told of every store call that returned a promise: its aggregate (`secrets`, `audit`, …), seconds, and its error if it failed. */
+export type QueryObserver = (store: string, seconds: number, err?: unknown) => void;
 
 export interface StoreOptions {
   /** The key the audit trail is chained with; without it, audit appends and verify refuse. */
@@ -52,6 +82,8 @@ export interface StoreOptions {
    * or a role and reading a member's role refuse, and no superadmin flag holds.
    */
   privilegeKey?: PrivilegeKey;
+  /** Database call timings and failures, for the metrics (server/metrics.ts). */
+  observe?: QueryObserver;
 }
 
 export type Stores = ReturnType<typeof bind>;

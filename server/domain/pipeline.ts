@@ -23,6 +23,8 @@ import { EVENTS_TOPIC, mayGiveEvents, writeEvents, type EventNotice } from './ev
 /** Where a change came from; recorded in its audit entries. */
 export interface Origin {
   ip?: string | null;
+  /** The request's id (X-Request-Id), for the log line of the change; never recorded in the trail. */
+  reqId?: string;
 }
 
 /** An audit entry as a change writes it: who and from where are the grant's. */
@@ -67,6 +69,9 @@ export interface CommittedChange {
   auditAppendSeconds: readonly number[];
   /** Seconds each invalidation took to be applied by every replica (publish() resolving). */
   publishSeconds: readonly number[];
+  /** Who the entries name (the last actAs, or the grant's actor) and the request it came from, for the log. */
+  actor: AuditActor;
+  reqId?: string;
 }
 
 export interface PipelineDeps {
@@ -159,7 +164,14 @@ export function writePipeline(deps: PipelineDeps) {
       await bus.publish(topic, key);
       publishSeconds.push((performance.now() - started) / 1000);
     }
-    onCommitted?.({ events: st.events, invalidations: st.pending.size, auditAppendSeconds: st.auditAppendSeconds, publishSeconds });
+    onCommitted?.({
+      events: st.events,
+      invalidations: st.pending.size,
+      auditAppendSeconds: st.auditAppendSeconds,
+      publishSeconds,
+      actor: st.who,
+      reqId: st.origin.reqId,
+    });
   }
 
   function checkAudited(st: ChangeState): void {

@@ -8,6 +8,13 @@ import { fileURLToPath } from 'node:url';
 import { AppError } from '../errors.js';
 import type { Handler, HttpReply, HttpRequest } from './types.js';
 
+/**
+ * The route label of a request the UI's files answered (a file, or the app for a
+ * client-side route): one label for the metrics and the request log instead of none, so
+ * it can be told from a 404 and filtered out.
+ */
+export const UI_STATIC_ROUTE = 'ui-static';
+
 /** ui/dist beside the package root: dist/server/http/static.js -> ../../../ui/dist (from source, ../../ui/dist). */
 export const DEFAULT_UI_DIR = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? '../../ui/dist/' : '../../../ui/dist/', import.meta.url));
 
@@ -89,10 +96,16 @@ export function loadStaticUi(dir: string = DEFAULT_UI_DIR): StaticUi | undefined
     if (req.method !== 'GET' || path === '/api' || path.startsWith('/api/')) notFound(req);
     const clean = cleanPath(path);
     const file = files.get(clean) ?? (clean.endsWith('/') ? files.get(`${clean}index.html`) : undefined);
-    if (file) return { raw: true, body: file.body, headers: file.headers };
+    if (file) {
+      req.route = UI_STATIC_ROUTE;
+      return { raw: true, body: file.body, headers: file.headers };
+    }
     // Client-side routes: the app for navigations (they accept HTML), never for a
     // missing asset or a script's fetch.
-    if (!clean.startsWith('/assets/') && acceptsHtml(req)) return { raw: true, body: index.body, headers: index.headers };
+    if (!clean.startsWith('/assets/') && acceptsHtml(req)) {
+      req.route = UI_STATIC_ROUTE;
+      return { raw: true, body: index.body, headers: index.headers };
+    }
     notFound(req);
   };
   return { paths: [...files.keys()], handler };

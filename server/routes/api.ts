@@ -64,6 +64,9 @@ class RequestOrigin implements Origin {
     this.#req = req;
     this.#isTrustedProxy = isTrustedProxy;
   }
+  get reqId(): string {
+    return this.#req.reqId;
+  }
   get ip(): string | null {
     return (this.#ip ??= clientAddress(this.#req.remoteAddress, this.#req.headers['x-forwarded-for'], this.#isTrustedProxy)) || null;
   }

@@ -172,8 +172,10 @@ t.test('helm renders the chart', { skip: hasHelm ? false : `no helm binary (${HE
     t.match(rules[1]!.expr, /> 0\.02$/);
     t.match(rules[3]!.expr, /data-vault-vault-standalone-postgresql-0/, "the database volume claim's real name");
     const metricsSource = readRepo('server', 'metrics.ts');
-    for (const m of new Set(rules.flatMap((x) => x.expr.match(/\bvault_[a-z_]+/g) ?? []))) {
-      t.ok(metricsSource.includes(`name: '${m}'`), `${m} is a metric of server/metrics.ts`);
+    const named = new Set(rules.flatMap((x) => x.expr.match(/\bvaultstandalone_[a-z_]+/g) ?? []));
+    t.ok(named.size >= 2, 'the rules read the service\'s own series');
+    for (const m of named) {
+      t.ok(metricsSource.includes(`name: \`\${PREFIX}${m.slice('vaultstandalone_'.length)}\``), `${m} is a metric of server/metrics.ts`);
     }
   });
 

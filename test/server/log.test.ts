@@ -9,6 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { parseConfig } from '../../server/config.js';
+import { loginRefusal, requestLogLevel } from '../../server/app.js';
+import { UI_STATIC_ROUTE } from '../../server/http/static.js';
 import { formatPretty } from '../../server/log.js';
 import { ADMIN } from '../helpers/admin.js';
 import { freshDatabase, REDIS_URL } from '../helpers/db.js';
@@ -135,7 +137,34 @@ t.test('request log and structured events; no credential or value in any line', 
     client: String,
   });
   t.type(read!.durationMs, 'number');
-  t.ok(requests.some((l) => l.route === '/api/v1/auth/universal-auth/login' && l.status === 401), 'refused login logged by status');
+  t.ok(requests.some((l) => l.route === '/api/v1/auth/universal-auth/login' && l.status === 401 && l.level === 'warn'), 'refused login logged by status, at warn');
+  t.ok(requests.every((l) => l.level === (l.status === 401 || l.status === 403 || l.status === 429 ? 'warn' : 'info')), 'each request line at its status level');
+
+  // Refused logins: one warn line each, naming the kind and outcome, the request and the
+  // client, never what was sent.
+  const refusedLogins = lines.filter((l) => l.event === 'login-refused');
+  t.same(
+    refusedLogins.map((l) => [l.level, l.kind, l.outcome]),
+    [
+      ['warn', 'user', 'failure'],
+      ['warn', 'machine', 'failure'],
+    ],
+  );
+  for (const l of refusedLogins) {
+    t.ok(reqIds.includes(l.reqId as string), 'the refused login names its request');
+    t.type(l.client, 'string');
+  }
+
+  // Audit lines: who did it and in which request; never one without an entry.
+  const auditLines = lines.filter((l) => l.event === 'audit');
+  t.ok(auditLines.every((l) => Array.isArray(l.auditEvents) && (l.auditEvents as string[]).length > 0), 'no empty audit line (a refused login writes none)');
+  const secretCreated = auditLines.find((l) => (l.auditEvents as string[]).includes('create-secret') && l.actorKind === 'identity');
+  t.ok(secretCreated, "the operator's write has its audit line");
+  t.equal(secretCreated?.actorId, identityId, 'the audit line names the actor');
+  t.ok(reqIds.includes(secretCreated?.reqId as string), 'the audit line names the request');
+  const projectCreated = auditLines.find((l) => (l.auditEvents as string[]).includes('create-project'));
+  t.equal(projectCreated?.actorKind, 'user');
+  t.ok(reqIds.includes(projectCreated?.reqId as string), "the admin's write names its request");
   t.ok(requests.some((l) => l.route === null && l.status === 404), 'an unmatched path has no route, not its raw path');
   t.notOk(raw.some((l) => l.includes('GATEWAY_TOKEN') && l.includes('"msg":"request"')), 'no key name from a path in a request line');
   t.notOk(raw.some((l) => l.includes('secretPath=') || l.includes('workspaceSlug=')), 'no query string');
@@ -153,8 +182,24 @@ t.test('LOG_FORMAT=pretty: one readable line per record', async (t) => {
   const line = formatPretty(
     JSON.stringify({ level: 'info', time: '2026-11-26T00:00:01.234Z', pid: 1, reqId: 'req-x', route: '/api/status', status: 200, msg: 'request' }),
   );
-  t.equal(line, '00:00:01.234 INFO  request reqId=req-x route=/api/status status=200\n');
+  t.equal(line, '2026-11-26T00:00:01.234Z INFO  request reqId=req-x route=/api/status status=200\n', 'date, time and zone');
   t.equal(formatPretty('not json'), 'not json\n');
+});
+
+t.test('request line levels by status; refused logins', async (t) => {
+  const level = (status: number, route?: string) => requestLogLevel({ status, route });
+  t.equal(level(200, '/api/status'), 'info');
+  t.equal(level(404), 'info', 'an unmatched path');
+  t.equal(level(422, '/api/v3/secrets/raw'), 'info', 'bad input is the client’s');
+  for (const s of [401, 403, 429]) t.equal(level(s, '/api/v3/secrets/raw'), 'warn', `${s}: refused`);
+  for (const s of [500, 503]) t.equal(level(s, '/api/v3/secrets/raw'), 'error', `${s}: the service failed`);
+  t.equal(level(200, UI_STATIC_ROUTE), 'debug', 'a UI file');
+  t.equal(level(304, UI_STATIC_ROUTE), 'debug');
+  t.equal(level(503, UI_STATIC_ROUTE), 'error');
+  t.same(loginRefusal({ method: 'POST', route: '/api/v3/auth/login', status: 401 }), { kind: 'user', outcome: 'failure' });
+  t.same(loginRefusal({ method: 'POST', route: '/api/v1/auth/kubernetes-auth/login', status: 429 }), { kind: 'kubernetes', outcome: 'locked_out' });
+  t.equal(loginRefusal({ method: 'POST', route: '/api/v3/auth/login', status: 200 }), undefined);
+  t.equal(loginRefusal({ method: 'GET', route: '/api/v3/secrets/raw', status: 401 }), undefined, 'not a login');
 });
 
 t.test('LOG_FORMAT, METRICS_PORT and METRICS_HOST settings', async (t) => {

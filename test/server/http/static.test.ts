@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { createHttpServer } from '../../../server/http/app.js';
-import { cleanPath, loadStaticUi, UI_CSP } from '../../../server/http/static.js';
+import { cleanPath, loadStaticUi, UI_CSP, UI_STATIC_ROUTE } from '../../../server/http/static.js';
 import { rawExchange } from '../../helpers/rawSocket.js';
 import { JSON_TYPE } from './fixture.js';
 
@@ -122,4 +122,28 @@ t.test('no build: no handler, the service keeps its JSON 404', async (t) => {
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   t.equal(loadStaticUi(dir), undefined, 'empty folder');
   t.equal(loadStaticUi(join(dir, 'absent')), undefined, 'missing folder');
+});
+
+t.test('the UI files answer under the route label ui-static; a miss has none', async (t) => {
+  const ui = loadStaticUi(fixtureDir(t));
+  const seen: { path: string; route: string | undefined; status: number }[] = [];
+  const server = createHttpServer({ onNotFound: ui!.handler, onResponse: (r) => seen.push({ path: r.req.path, route: r.route, status: r.status }) });
+  server.router.get('/api/status', () => ({ body: { message: 'Ok' } }));
+  const port = await server.listen(0, '127.0.0.1');
+  t.teardown(() => server.close(true));
+  const url = `http://127.0.0.1:${port}`;
+  t.equal((await fetch(`${url}/assets/app-1a2b.js`)).status, 200);
+  t.equal((await fetch(`${url}/projects/x`, { headers: HTML })).status, 200, 'a client-side route gets the app');
+  t.equal((await fetch(`${url}/assets/missing.js`)).status, 404);
+  t.equal((await fetch(`${url}/api/nothing`)).status, 404);
+  t.same(
+    seen.map((s) => [s.path, s.route ?? null, s.status]),
+    [
+      ['/assets/app-1a2b.js', UI_STATIC_ROUTE, 200],
+      ['/projects/x', UI_STATIC_ROUTE, 200],
+      ['/assets/missing.js', null, 404],
+      ['/api/nothing', null, 404],
+    ],
+  );
+  t.equal(UI_STATIC_ROUTE, 'ui-static');
 });

@@ -125,9 +125,9 @@ for (const backend of BACKENDS) {
     t.match(lw, { lastStatus: 'success', lastRunErrorMessage: null, delivery: { state: 'idle', attempts: 0, lastEventId: eventId, lastHttpStatus: 200, nextAttemptAt: null } });
     t.notOk(JSON.stringify(listed.body).includes(KEY), 'nor the key');
     const metrics = await svc.metrics.registry.metrics();
-    t.match(metrics, /vault_webhook_deliveries_total\{outcome="retry"\} 3/);
-    t.match(metrics, /vault_webhook_deliveries_total\{outcome="success"\} 1/);
-    t.match(metrics, /vault_webhooks\{state="ok"\} 1/);
+    t.match(metrics, /vaultstandalone_webhook_deliveries_total\{outcome="retry"\} 3/);
+    t.match(metrics, /vaultstandalone_webhook_deliveries_total\{outcome="success"\} 1/);
+    t.match(metrics, /vaultstandalone_webhooks\{state="ok"\} 1/);
 
     // Disabled: nothing is delivered; enabled again, it resumes, and a burst to one folder is one delivery.
     t.equal((await s.patch(id, { isDisabled: true })).body.webhook.delivery.state, 'disabled');
@@ -198,8 +198,8 @@ for (const backend of BACKENDS) {
     const w = (await s.list()).body.webhooks[0];
     t.match(w, { isDisabled: false, lastStatus: 'failed', lastRunErrorMessage: 'HTTP 500', delivery: { state: 'dead', pendingEventId: eventId, nextAttemptAt: null, lastHttpStatus: 500 } });
     t.ok(w.delivery.deadAt, 'deadAt is set');
-    t.match(await svc.metrics.registry.metrics(), /vault_webhook_deliveries_total\{outcome="dead"\} 1/);
-    t.match(await svc.metrics.registry.metrics(), /vault_webhooks\{state="dead"\} 1/);
+    t.match(await svc.metrics.registry.metrics(), /vaultstandalone_webhook_deliveries_total\{outcome="dead"\} 1/);
+    t.match(await svc.metrics.registry.metrics(), /vaultstandalone_webhooks\{state="dead"\} 1/);
 
     // Parked: a later change is not delivered (nothing overtakes the dead event).
     const laterDone = await s.write('L');
