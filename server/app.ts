@@ -124,7 +124,8 @@ export async function startService(config: Config, log: Logger): Promise<Running
     if (services.db.kind === 'embedded') admin = await startAdminChannel(config.dataDir, serviceHandlers(services), log);
     const { sweep: _sweep, ...caches } = services.caches;
     metrics.observe({
-      caches,
+      caches: { ...caches, sessions: services.users.sessionCache },
+      renderCacheBytes: () => services.crypto.poolStats().renderCacheBytes,
       crypto: services.crypto,
       bus: services.bus,
       dbPoolMax: services.db.sql.options.max,

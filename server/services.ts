@@ -233,6 +233,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
     const crypto = await createCrypto({
       rootKeys: [rootKeySpec(config, versions[0] ?? 1)],
       threads: config.cryptoThreads,
+      renderCacheMaxBytes: config.renderCacheMaxBytes,
       // A lost worker cannot be re-keyed in this process; a restart loads the keys again.
       onFatal: () => {
         log.error({ event: 'crypto-worker-lost' }, CRYPTO_WORKER_LOST);
@@ -293,7 +294,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
     // AUTH_SECRET's bytes are zeroed once its per-purpose keys exist; the field goes too.
     const authKeys = deriveAuthKeys(config.authSecret, clock.now);
     delete (config as Partial<Config>).authSecret;
-    const caches = createCaches(bus);
+    const caches = createCaches(bus, config.cacheMaxBytes);
     // Rendered lists in the crypto workers' caches: keys are never reused, so this only
     // frees memory at once (the workers drop the oldest first anyway).
     bus.subscribe((topic, key) => {
@@ -333,6 +334,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       sessionTtlSeconds: config.sessionTtlSeconds,
       lockout,
       now: clock.now,
+      cacheMaxBytes: config.cacheMaxBytes,
       budget: loginBudget,
       setupCode: firstVisit,
     });

@@ -16,7 +16,7 @@ import { loginSource, type SourceBudget } from '../auth/loginSources.js';
 import { newTokenSecret, secretMatches, type UserSessionTokens } from '../auth/tokens.js';
 import { AppError } from '../errors.js';
 import { isUuid, requireOrgAdmin, type Actor, type SystemActor } from './access.js';
-import { topics } from './caches.js';
+import { DEFAULT_CACHE_MAX_BYTES, SESSIONS_SHARE, topics } from './caches.js';
 import type { Change, Grant, Origin, WritePipeline } from './pipeline.js';
 import { CONTROL_CHARACTER, LONE_SURROGATE, validateName } from './text.js';
 
@@ -93,6 +93,8 @@ export interface UsersDeps {
   changes: Pick<WritePipeline, 'byCaller' | 'inOrganization'>;
   sessionTtlSeconds: number;
   lockout: { maxAttempts: number; seconds: number };
+  /** CACHE_MAX_BYTES: the session cache takes its SESSIONS_SHARE (server/domain/caches.ts). */
+  cacheMaxBytes?: number;
   /** The clock sessions are issued and checked by: the database's (storage/clock.ts). */
   now?: () => number;
   /** Production mode: the first visit needs this one-time code (see setupCode below). */
@@ -156,7 +158,7 @@ export async function usersDomain(deps: UsersDeps) {
   // An unknown email is checked against this hash, so both failures take as long.
   const dummyHash = await crypto.hashPassword(randomBytes(16).toString('hex'));
   const now = deps.now ?? Date.now;
-  const live = new ReadThroughCache<SessionState | null>(10_000, 30_000, bus);
+  const live = new ReadThroughCache<SessionState | null>({ maxEntries: 10_000, maxBytes: Math.floor((deps.cacheMaxBytes ?? DEFAULT_CACHE_MAX_BYTES) * SESSIONS_SHARE) }, 30_000, bus);
   bus.subscribe((topic, key) => topic === topics.userSession && live.invalidate(key));
   bus.onReset(() => live.clear());
 
@@ -239,6 +241,8 @@ export async function usersDomain(deps: UsersDeps) {
   return {
     /** Drops expired session entries (services.ts runs it with the caches' sweep). */
     sweep: (): number => live.sweep(),
+    /** The live-session cache (for the metrics: its counts and bytes). */
+    sessionCache: live,
 
     async initialized(): Promise<boolean> {
       return (await store.users.count()) > 0;
