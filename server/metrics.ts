@@ -46,6 +46,8 @@ interface RequestSeries {
 
 export interface Observed {
   caches: Record<string, Pick<ReadThroughCache<unknown>, 'counts' | 'bytes' | 'maxBytes' | 'size'>>;
+  /** Other bounded holdings reported with the caches' byte gauges (the verified-token map). */
+  held?: Record<string, { readonly bytes: number; readonly maxBytes: number; readonly size: number }>;
   /** Each crypto worker's rendered-answer cache: bytes held, summed over the workers. */
   renderCacheBytes?: () => number;
   crypto: Pick<Crypto, 'poolStats'>;
@@ -152,7 +154,7 @@ export function createMetrics() {
     registers,
     collect() {
       if (!observed) return;
-      for (const [name, cache] of Object.entries(observed.caches)) this.set({ cache: name }, cache.bytes);
+      for (const [name, cache] of Object.entries({ ...observed.caches, ...observed.held })) this.set({ cache: name }, cache.bytes);
       if (observed.renderCacheBytes) this.set({ cache: 'rendered' }, observed.renderCacheBytes());
     },
   });
@@ -163,7 +165,7 @@ export function createMetrics() {
     registers,
     collect() {
       if (!observed) return;
-      for (const [name, cache] of Object.entries(observed.caches)) this.set({ cache: name }, cache.maxBytes);
+      for (const [name, cache] of Object.entries({ ...observed.caches, ...observed.held })) this.set({ cache: name }, cache.maxBytes);
     },
   });
   new Gauge({
@@ -173,7 +175,7 @@ export function createMetrics() {
     registers,
     collect() {
       if (!observed) return;
-      for (const [name, cache] of Object.entries(observed.caches)) this.set({ cache: name }, cache.size);
+      for (const [name, cache] of Object.entries({ ...observed.caches, ...observed.held })) this.set({ cache: name }, cache.size);
     },
   });
   new Gauge({

@@ -49,7 +49,8 @@ export const CACHE_TTL_MS = 60_000;
  * - roles: ~200 B each (key `project:kind:id` and a role); 10,000 → ~2 MB: every identity and
  *   person of a large installation, per project they use within a minute.
  * - folders: a snapshot holds a folder's ciphertext rows, ~300 B per secret (the seed's 14
- *   secrets: ~5 KB); 2,000 → ~10 MB at 14 secrets, ~100 MB only for 150-secret folders.
+ *   secrets: ~5 KB); 2,000 → ~10 MB at 14 secrets; folders of 2,000 secrets (~1.2 MB each
+ *   by estimateBytes) are bound by CACHE_BYTE_SHARES.folders, not by this count.
  * - imports: a folder's import rows (~200 B each; most folders have none, ~100 B); 2,000 → < 1 MB.
  * - accessTokens: ~400 B each; 10,000 → ~4 MB. A token is looked up while its holder syncs
  *   (ESO: login, read, revoke within seconds), so entries follow the syncs of the last
