@@ -52,6 +52,8 @@ export interface CryptoOptions {
    * fails with KEY_UNAVAILABLE: the process should exit and be started again.
    */
   onFatal?: () => void;
+  /** Each worker's cache of rendered answers, in bytes (RENDER_CACHE_MAX_BYTES; default 32 MiB; 0: none kept). */
+  renderCacheMaxBytes?: number;
   /** Called after each worker task with its operation and its time from submission to answer (queue wait included), for metrics. */
   onTask?: (op: string, seconds: number) => void;
 }
@@ -67,6 +69,8 @@ export interface CryptoPoolStats {
    * the mean: a counter's rate over threads is the utilization over any window.
    */
   busySeconds: number;
+  /** Bytes the workers' rendered-answer caches hold, all workers together (each bounded by RENDER_CACHE_MAX_BYTES). */
+  renderCacheBytes: number;
 }
 
 export type CryptoErrorCode = ErrorCode;
@@ -212,7 +216,7 @@ export async function createCrypto(opts: CryptoOptions): Promise<Crypto> {
     for (let i = 0; i < threads; i++) copies.push(secretBytes(specs, length));
     for (const pin of pins) pin.fill(0);
 
-    const crypto = new PooledCrypto(new Piscina(poolOptions(threads)), specs[0]!.version, specs[0]!.provider, opts.onFatal, opts.onTask);
+    const crypto = new PooledCrypto(new Piscina(poolOptions(threads)), specs[0]!.version, specs[0]!.provider, opts.onFatal, opts.onTask, threads, opts.renderCacheMaxBytes);
     try {
       await crypto.handOver(copies, roots);
     } catch (err) {
@@ -314,6 +318,9 @@ class PooledCrypto implements Crypto {
   readonly #onFatal: (() => void) | undefined;
   readonly #onTask: ((op: string, seconds: number) => void) | undefined;
   #renderChannel: BroadcastChannel | undefined;
+  /** Slot N: the bytes worker N's render cache holds (each worker writes its own). */
+  readonly #renderStats: Float64Array;
+  readonly #renderCacheMaxBytes: number | undefined;
   // starting → running → (failed →) closed; failed and closed refuse every call.
   #state: 'starting' | 'running' | 'failed' | 'closed' = 'starting';
   #stopping: Promise<void> | undefined;
@@ -328,8 +335,12 @@ class PooledCrypto implements Crypto {
     rootKeyProvider: ProviderKind,
     onFatal: (() => void) | undefined,
     onTask: ((op: string, seconds: number) => void) | undefined,
+    threads: number,
+    renderCacheMaxBytes: number | undefined,
   ) {
     this.#pool = pool;
+    this.#renderStats = new Float64Array(new SharedArrayBuffer(threads * Float64Array.BYTES_PER_ELEMENT));
+    this.#renderCacheMaxBytes = renderCacheMaxBytes;
     this.rootKeyVersion = rootKeyVersion;
     this.rootKeyProvider = rootKeyProvider;
     this.#onFatal = onFatal;
@@ -350,7 +361,7 @@ class PooledCrypto implements Crypto {
     const taken = new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
     const inits = copies.map((keys) =>
       this.#run(
-        { op: 'init', keys, roots, currentVersion: this.rootKeyVersion, taken, workers: copies.length },
+        { op: 'init', keys, roots, currentVersion: this.rootKeyVersion, taken, workers: copies.length, renderStats: this.#renderStats, ...(this.#renderCacheMaxBytes === undefined ? {} : { renderCacheMaxBytes: this.#renderCacheMaxBytes }) },
         [keys.buffer as ArrayBuffer],
       ),
     );
@@ -569,10 +580,13 @@ class PooledCrypto implements Crypto {
 
   poolStats(): CryptoPoolStats {
     const pool = this.#pool;
+    let renderCacheBytes = 0;
+    for (const b of this.#renderStats) renderCacheBytes += b;
     return {
       queueSize: pool.queueSize,
       threads: pool.threads.length,
       busySeconds: (pool.utilization * pool.duration * pool.options.maxThreads) / 1000,
+      renderCacheBytes,
     };
   }
 

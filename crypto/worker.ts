@@ -89,6 +89,10 @@ export interface InitTask {
    */
   taken: Int32Array;
   workers: number;
+  /** RENDER_CACHE_MAX_BYTES (default RENDER_CACHE_MAX_BYTES below). */
+  renderCacheMaxBytes?: number;
+  /** Shared by the whole pool: slot N holds the bytes worker N's render cache holds (for the metric). */
+  renderStats?: Float64Array;
 }
 
 export interface Results {
@@ -143,7 +147,9 @@ async function init(t: InitTask): Promise<Results['init'] | Failure> {
     Atomics.store(t.taken, 1, 0);
     Atomics.notify(t.taken, 1);
   }
-  Atomics.add(t.taken, 0, 1);
+  const slot = Atomics.add(t.taken, 0, 1);
+  if (typeof t.renderCacheMaxBytes === 'number' && Number.isSafeInteger(t.renderCacheMaxBytes) && t.renderCacheMaxBytes >= 0) renderMaxBytes = t.renderCacheMaxBytes;
+  if (t.renderStats instanceof Float64Array && slot < t.renderStats.length) renderStats = { shared: t.renderStats, slot };
   Atomics.notify(t.taken, 0);
   for (let seen = Atomics.load(t.taken, 0); seen < t.workers; seen = Atomics.load(t.taken, 0)) {
     const wait = waitAsync(t.taken, 0, seen);
@@ -201,15 +207,23 @@ export const RENDER_CHANNEL = 'vault-standalone/crypto/render-cache';
 const REFUSED = new Uint8Array(0);
 const renderCache = new Map<string, Uint8Array>();
 let renderBytes = 0;
+/** Set by init from RENDER_CACHE_MAX_BYTES. */
+let renderMaxBytes = RENDER_CACHE_MAX_BYTES;
+/** Where this worker publishes renderBytes for the main thread's metric (set by init). */
+let renderStats: { shared: Float64Array; slot: number } | undefined;
+const publishRenderBytes = () => {
+  if (renderStats) renderStats.shared[renderStats.slot] = renderBytes;
+};
 
 function rememberRendered(key: string, bytes: Uint8Array): void {
   forgetRendered(key);
-  if (bytes.byteLength > RENDER_CACHE_MAX_BYTES) return;
-  while (renderCache.size > 0 && (renderBytes + bytes.byteLength > RENDER_CACHE_MAX_BYTES || renderCache.size >= RENDER_CACHE_MAX_ENTRIES)) {
+  if (bytes.byteLength > renderMaxBytes) return;
+  while (renderCache.size > 0 && (renderBytes + bytes.byteLength > renderMaxBytes || renderCache.size >= RENDER_CACHE_MAX_ENTRIES)) {
     forgetRendered(renderCache.keys().next().value!);
   }
   renderCache.set(key, bytes);
   renderBytes += bytes.byteLength;
+  publishRenderBytes();
 }
 
 function forgetRendered(key: string): void {
@@ -217,6 +231,7 @@ function forgetRendered(key: string): void {
   if (old === undefined) return;
   renderCache.delete(key);
   renderBytes -= old.byteLength;
+  publishRenderBytes();
   // Plaintext: zeroed, not left to the collector (a copy handed out is the receiver's).
   old.fill(0);
 }

@@ -1,6 +1,7 @@
 // The running service: services wired to the HTTP front, listening.
 import { LOG_LEVELS, type Config } from './config.js';
 import { tuneGc } from './gcTuning.js';
+import { VERIFIED_MAX_BYTES } from './domain/machineAuth.js';
 import { createHttpServer } from './http/app.js';
 import { loadStaticUi, UI_STATIC_ROUTE } from './http/static.js';
 import { checkTlsPair, readTlsPair, watchTlsFiles, withPrivateCopy, type TlsPair } from './http/tls.js';
@@ -150,7 +151,19 @@ export async function startService(config: Config, log: Logger): Promise<Running
     if (services.db.kind === 'embedded') admin = await startAdminChannel(config.dataDir, serviceHandlers(services), log);
     const { sweep: _sweep, ...caches } = services.caches;
     metrics.observe({
-      caches,
+      caches: { ...caches, sessions: services.users.sessionCache },
+      renderCacheBytes: () => services.crypto.poolStats().renderCacheBytes,
+      held: {
+        verifiedTokens: {
+          get bytes() {
+            return services.machineAuth.verifiedBytes;
+          },
+          maxBytes: VERIFIED_MAX_BYTES,
+          get size() {
+            return services.machineAuth.verifiedSize;
+          },
+        },
+      },
       crypto: services.crypto,
       bus: services.bus,
       dbPoolMax: services.db.sql.options.max,

@@ -90,6 +90,8 @@ const schema = z.object({
   REQUEST_DEADLINE_MS: setting(integer(100, 600_000).default(5000)),
   SLOW_CLIENT_TIMEOUT_MS: setting(integer(100, 600_000).default(10_000)),
   MAX_UNSENT_BYTES: setting(integer(0).default(64 * 1024 * 1024)),
+  CACHE_MAX_BYTES: setting(integer(1024 * 1024).default(64 * 1024 * 1024)),
+  RENDER_CACHE_MAX_BYTES: setting(integer(0).default(32 * 1024 * 1024)),
   SHUTDOWN_GRACE_SECONDS: setting(integer(0, 3600).default(25)),
   TRUSTED_PROXIES: setting(
     z
@@ -215,6 +217,10 @@ export interface Config {
   slowClientTimeoutMs: number;
   /** Cap on reply bytes held for slow clients, all connections together; over it: 503. */
   maxUnsentBytes: number;
+  /** The main thread's read-through caches together (estimated bytes; shares in server/domain/caches.ts). */
+  cacheMaxBytes: number;
+  /** Each crypto worker's cache of rendered answers (plaintext bytes). */
+  renderCacheMaxBytes: number;
   /** On SIGTERM, how long in-flight requests may take to finish before connections are dropped. */
   shutdownGraceSeconds: number;
   /**
@@ -302,6 +308,8 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     requestDeadlineMs: e.REQUEST_DEADLINE_MS,
     slowClientTimeoutMs: e.SLOW_CLIENT_TIMEOUT_MS,
     maxUnsentBytes: e.MAX_UNSENT_BYTES,
+    cacheMaxBytes: e.CACHE_MAX_BYTES,
+    renderCacheMaxBytes: e.RENDER_CACHE_MAX_BYTES,
     shutdownGraceSeconds: e.SHUTDOWN_GRACE_SECONDS,
     trustedProxies: e.TRUSTED_PROXIES,
     oidcJwksAllowedOrigins: e.OIDC_JWKS_ALLOWED_ORIGINS,

@@ -82,7 +82,11 @@ interface RequestSeries {
 }
 
 export interface Observed {
-  caches: Record<string, Pick<ReadThroughCache<unknown>, 'counts'>>;
+  caches: Record<string, Pick<ReadThroughCache<unknown>, 'counts' | 'bytes' | 'maxBytes' | 'size'>>;
+  /** Other bounded holdings reported with the caches' byte gauges (the verified-token map). */
+  held?: Record<string, { readonly bytes: number; readonly maxBytes: number; readonly size: number }>;
+  /** Each crypto worker's rendered-answer cache: bytes held, summed over the workers. */
+  renderCacheBytes?: () => number;
   crypto: Pick<Crypto, 'poolStats'>;
   bus: Pick<CacheBus, 'kind' | 'live'>;
   /** postgres.js's configured pool size (it exposes no in-use or waiting counts). */
@@ -188,6 +192,37 @@ export function createMetrics() {
         this.inc({ cache: name, result: 'bypass' }, now.bypassed - last.bypassed);
         cacheLast.set(name, now);
       }
+    },
+  });
+  new Gauge({
+    name: `${PREFIX}cache_bytes`,
+    help: "Estimated bytes each cache holds (keys and values); never above its bound (CACHE_MAX_BYTES's share; the crypto workers' 'rendered' cache: RENDER_CACHE_MAX_BYTES each).",
+    labelNames: ['cache'] as const,
+    registers,
+    collect() {
+      if (!observed) return;
+      for (const [name, cache] of Object.entries({ ...observed.caches, ...observed.held })) this.set({ cache: name }, cache.bytes);
+      if (observed.renderCacheBytes) this.set({ cache: 'rendered' }, observed.renderCacheBytes());
+    },
+  });
+  new Gauge({
+    name: `${PREFIX}cache_max_bytes`,
+    help: 'The byte bound of each cache (estimated bytes).',
+    labelNames: ['cache'] as const,
+    registers,
+    collect() {
+      if (!observed) return;
+      for (const [name, cache] of Object.entries({ ...observed.caches, ...observed.held })) this.set({ cache: name }, cache.maxBytes);
+    },
+  });
+  new Gauge({
+    name: `${PREFIX}cache_entries`,
+    help: 'Entries each cache holds.',
+    labelNames: ['cache'] as const,
+    registers,
+    collect() {
+      if (!observed) return;
+      for (const [name, cache] of Object.entries({ ...observed.caches, ...observed.held })) this.set({ cache: name }, cache.size);
     },
   });
   new Gauge({

@@ -3,6 +3,7 @@ import { createCrypto, type Crypto } from '../crypto/index.js';
 import { memoryBus, redisBus, type CacheBus } from '../storage/cache.js';
 import { connectDatabase, type Database } from '../storage/db.js';
 import { classifyStorageError } from '../storage/errors.js';
+import { CLOCK_SYNC_MS, dbClock, type DbClock } from '../storage/clock.js';
 import { redisTransport } from '../storage/tls.js';
 import { createStore, type Store } from '../storage/index.js';
 import { sweepAccessTokens, sweepLoginFailures } from '../storage/identities.js';
@@ -43,6 +44,8 @@ import { webhookWorker, type DeliveryOutcome, type WebhookWorker } from './domai
 
 export interface Services {
   db: Database;
+  /** The database's clock: everything time-bound is issued and checked by it (storage/clock.ts). */
+  clock: DbClock;
   store: Store;
   crypto: Crypto;
   keyring: Keyring;
@@ -131,6 +134,10 @@ const ACCESS_TOKEN_GRACE_SECONDS = 24 * 3600;
 const ACCESS_TOKEN_SWEEP_MS = 5 * 60_000;
 /** How often the end of temporary memberships is written into the audit trail (the end itself is enforced at use). */
 const MEMBERSHIP_EXPIRY_SWEEP_MS = 60_000;
+/** A host whose wall clock is this far from the database's is named in the log (nothing depends on it: see storage/clock.ts). */
+const CLOCK_SKEW_WARN_MS = 5_000;
+const clockSkewMessage = (ms: number) =>
+  `clock: this host's clock is ${Math.round(Math.abs(ms) / 1000)} s ${ms > 0 ? 'ahead of' : 'behind'} the database's; tokens, sessions and lockouts follow the database's clock`;
 
 /** Runs `task` now and every `ms` after it finished; stop() waits for a run in progress. */
 function periodically(ms: number, task: () => Promise<void>, onError: (err: unknown) => void) {
@@ -228,6 +235,19 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       log: (m) => log.warn({ event: 'database-wait' }, m),
     });
     cleanups.push(() => db.close());
+    // The one clock of everything time-bound (tokens, sessions, lockouts, temporary
+    // grants): the database's, read before anything is issued (storage/clock.ts).
+    const clock = dbClock(db.sql);
+    await clock.sync();
+    if (Math.abs(clock.hostSkewMs) > CLOCK_SKEW_WARN_MS) log.warn({ event: 'clock-skew', hostSkewMs: Math.round(clock.hostSkewMs) }, clockSkewMessage(clock.hostSkewMs));
+    const clockSync = periodically(CLOCK_SYNC_MS, async () => {
+      const before = clock.hostSkewMs;
+      await clock.sync();
+      if (Math.abs(clock.hostSkewMs) > CLOCK_SKEW_WARN_MS && Math.abs(clock.hostSkewMs - before) > CLOCK_SKEW_WARN_MS) {
+        log.warn({ event: 'clock-skew', hostSkewMs: Math.round(clock.hostSkewMs) }, clockSkewMessage(clock.hostSkewMs));
+      }
+    }, (err) => log.warn({ event: 'clock-sync', err: describe(err) }, `clock: reading the database's time failed (${describe(err)}); the last reading stands`));
+    cleanups.push(clockSync.stop);
     const expectedMigration = (await loadMigrations()).length;
     const applied = await migrate(db.sql);
     if (applied.length) log.info({ event: 'migrations', applied }, `applied database migrations ${applied.join(', ')}`);
@@ -241,6 +261,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
     const crypto = await createCrypto({
       rootKeys: [rootKeySpec(config, versions[0] ?? 1)],
       threads: config.cryptoThreads,
+      renderCacheMaxBytes: config.renderCacheMaxBytes,
       // A lost worker cannot be re-keyed in this process; a restart loads the keys again.
       onFatal: () => {
         log.error({ event: 'crypto-worker-lost' }, CRYPTO_WORKER_LOST);
@@ -310,16 +331,16 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       : memoryBus();
     cleanups.push(() => bus.close());
     // AUTH_SECRET's bytes are zeroed once its per-purpose keys exist; the field goes too.
-    const authKeys = deriveAuthKeys(config.authSecret);
+    const authKeys = deriveAuthKeys(config.authSecret, clock.now);
     delete (config as Partial<Config>).authSecret;
-    const caches = createCaches(bus);
+    const caches = createCaches(bus, config.cacheMaxBytes);
     // Rendered lists in the crypto workers' caches: keys are never reused, so this only
     // frees memory at once (the workers drop the oldest first anyway).
     bus.subscribe((topic, key) => {
       if (topic === topics.environment) crypto.forgetRendered(renderedListPrefix(key));
     });
     bus.onReset(() => crypto.forgetRendered(''));
-    const access = accessControl({ store, caches });
+    const access = accessControl({ store, caches, now: clock.now });
     const events = eventHub({ events: store.events, bus, pollMs: config.events.pollMs, log: (f, m) => log.warn(f, m) });
     cleanups.push(async () => events.close());
     const prune = periodically(EVENTS_PRUNE_MS, async () => {
@@ -348,7 +369,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
     const snapshots = folderSnapshots({ store, caches });
     const lockout = { maxAttempts: config.loginMaxAttempts, seconds: config.loginLockoutSeconds };
     const firstVisit = opts.firstVisit === false ? undefined : await firstVisitCode(config, authKeys.setupCode, store, log);
-    const loginBudget = sourceBudget({ max: config.loginSourceMaxAttempts, windowSeconds: config.loginSourceWindowSeconds });
+    const loginBudget = sourceBudget({ max: config.loginSourceMaxAttempts, windowSeconds: config.loginSourceWindowSeconds, now: clock.now });
     const users = await usersDomain({
       store,
       crypto,
@@ -358,10 +379,12 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       changes,
       sessionTtlSeconds: config.sessionTtlSeconds,
       lockout,
+      now: clock.now,
+      cacheMaxBytes: config.cacheMaxBytes,
       budget: loginBudget,
       setupCode: firstVisit,
     });
-    const machine = machineAuth({ store, keyring, tokens: authKeys.identity, caches, changes, lockout });
+    const machine = machineAuth({ store, keyring, tokens: authKeys.identity, caches, changes, lockout, now: clock.now });
     // Expired entries leave the caches (and the verified-token map) on a timer, not only
     // when their key is asked for again: memory follows what was used recently.
     const sweeper = setInterval(() => {
@@ -436,6 +459,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       lifecycle,
       readiness,
       db,
+      clock,
       store,
       crypto,
       keyring,
@@ -463,10 +487,11 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
         timeoutMs: Math.min(3000, Math.floor(config.requestDeadlineMs / 2)),
         jwksAllowedOrigins: config.oidcJwksAllowedOrigins,
         log: (fields, message) => log.warn(fields, message),
-      }) }),
+        now: clock.now,
+      }), now: clock.now }),
       // A TokenReview ends well within the request deadline (a hung API server is a 503, not a timeout).
-      kubernetesAuth: kubernetesAuthDomain({ store, crypto, changes, machineAuth: machine, reviewTimeoutMs: Math.min(3000, Math.floor(config.requestDeadlineMs / 2)) }),
-      tokenAuth: tokenAuthDomain({ store, changes, machineAuth: machine }),
+      kubernetesAuth: kubernetesAuthDomain({ store, crypto, changes, machineAuth: machine, reviewTimeoutMs: Math.min(3000, Math.floor(config.requestDeadlineMs / 2)), now: clock.now }),
+      tokenAuth: tokenAuthDomain({ store, changes, machineAuth: machine, now: clock.now }),
       memberships,
       roles: rolesDomain({ store, access, changes }),
       webhooks,

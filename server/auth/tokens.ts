@@ -69,7 +69,12 @@ function signingKey(authSecret: Buffer, purpose: string): Promise<webcrypto.Cryp
   return imported.finally(() => raw.fill(0));
 }
 
-export function identityTokens(authSecret: Buffer) {
+/** `now`: the clock a token is issued (iat) and checked (exp) by: the database's (storage/clock.ts). */
+export type Clock = () => number;
+
+const seconds = (now: Clock) => Math.floor(now() / 1000);
+
+export function identityTokens(authSecret: Buffer, now: Clock = Date.now) {
   const key = signingKey(authSecret, IDENTITY_TOKEN_TYPE);
 
   return {
@@ -80,7 +85,7 @@ export function identityTokens(authSecret: Buffer) {
         .setIssuer(ISSUER)
         .setSubject(c.identityId)
         .setJti(c.tokenId)
-        .setIssuedAt()
+        .setIssuedAt(seconds(now))
         .setExpirationTime(c.exp)
         .sign(await key);
     },
@@ -88,7 +93,7 @@ export function identityTokens(authSecret: Buffer) {
     /** Throws AppError TOKEN_INVALID for anything but a well-formed, unexpired token of ours. */
     async verify(token: string): Promise<VerifiedIdentityClaims> {
       try {
-        const { payload } = await jwtVerify(token, await key, { algorithms: ['HS256'], issuer: ISSUER, typ: 'JWT' });
+        const { payload } = await jwtVerify(token, await key, { algorithms: ['HS256'], issuer: ISSUER, typ: 'JWT', currentDate: new Date(now()) });
         const { identityId, clientSecretId, jti, exp, authTokenType, authMethod, tokenSecret } = payload as Record<string, unknown>;
         if (
           authTokenType !== IDENTITY_TOKEN_TYPE ||
@@ -136,7 +141,7 @@ export function tokenTypeOf(token: string): 'identityAccessToken' | 'userSession
   }
 }
 
-export function userSessionTokens(authSecret: Buffer) {
+export function userSessionTokens(authSecret: Buffer, now: Clock = Date.now) {
   const key = signingKey(authSecret, USER_SESSION_TYPE);
   const csrfKey = deriveKey(authSecret, 'csrf');
 
@@ -149,14 +154,14 @@ export function userSessionTokens(authSecret: Buffer) {
         .setIssuer(ISSUER)
         .setSubject(c.userId)
         .setJti(c.sessionId)
-        .setIssuedAt()
+        .setIssuedAt(seconds(now))
         .setExpirationTime(c.exp)
         .sign(await key);
     },
 
     async verify(token: string): Promise<UserSessionClaims & { secretHash: Buffer }> {
       try {
-        const { payload } = await jwtVerify(token, await key, { algorithms: ['HS256'], issuer: ISSUER, typ: 'JWT' });
+        const { payload } = await jwtVerify(token, await key, { algorithms: ['HS256'], issuer: ISSUER, typ: 'JWT', currentDate: new Date(now()) });
         const { userId, jti, exp, authTokenType, tokenSecret } = payload as Record<string, unknown>;
         if (
           authTokenType !== USER_SESSION_TYPE ||
@@ -230,11 +235,11 @@ export function setupCodeFrom(authSecret: Buffer): string {
  * here on only the derived keys exist (each signs or MACs one kind of thing), and the
  * secret itself is held nowhere in the process.
  */
-export function deriveAuthKeys(authSecret: Buffer): AuthKeys {
+export function deriveAuthKeys(authSecret: Buffer, now: Clock = Date.now): AuthKeys {
   try {
     return {
-      identity: identityTokens(authSecret),
-      sessions: userSessionTokens(authSecret),
+      identity: identityTokens(authSecret, now),
+      sessions: userSessionTokens(authSecret, now),
       loginAttempts: loginAttemptKeys(authSecret),
       setupCode: setupCodeFrom(authSecret),
     };

@@ -232,8 +232,10 @@ export interface Authorized {
   access: ProjectAccess;
 }
 
-export function accessControl(deps: { store: Pick<Store, 'projects' | 'memberships'>; caches: Pick<Caches, 'projects' | 'roles'> }) {
+/** `now`: the clock a temporary grant's window is checked by, the database's (storage/clock.ts). */
+export function accessControl(deps: { store: Pick<Store, 'projects' | 'memberships'>; caches: Pick<Caches, 'projects' | 'roles'>; now?: () => number }) {
   const { store, caches } = deps;
+  const now = deps.now ?? Date.now;
 
   const projectKey = (ref: ProjectRef) => ('slug' in ref ? `slug:${ref.slug}` : `id:${ref.id}`);
   const roleKey = (projectId: string, actor: Actor) => `${projectId}:${actor.kind}:${actor.kind === 'identity' ? actor.identityId : actor.userId}`;
@@ -278,7 +280,7 @@ export function accessControl(deps: { store: Pick<Store, 'projects' | 'membershi
   function decide(p: ProjectRecord, m: MemberRoleRecord, permission: Permission): Authorized {
     // A temporary grant outside its window gives nothing: checked at every use (the cached
     // record carries the window), so it ends at once on every replica, audited or not yet.
-    if (!withinWindow(m, Date.now())) throw new AppError('FORBIDDEN', FORBIDDEN_MESSAGE);
+    if (!withinWindow(m, now())) throw new AppError('FORBIDDEN', FORBIDDEN_MESSAGE);
     const access = accessOf(m);
     if (!grants(m, access, permission)) throw new AppError('FORBIDDEN', FORBIDDEN_MESSAGE);
     return { project: p, role: access.role, access };

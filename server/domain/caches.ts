@@ -49,7 +49,8 @@ export const CACHE_TTL_MS = 60_000;
  * - roles: ~200 B each (key `project:kind:id` and a role); 10,000 → ~2 MB: every identity and
  *   person of a large installation, per project they use within a minute.
  * - folders: a snapshot holds a folder's ciphertext rows, ~300 B per secret (the seed's 14
- *   secrets: ~5 KB); 2,000 → ~10 MB at 14 secrets, ~100 MB only for 150-secret folders.
+ *   secrets: ~5 KB); 2,000 → ~10 MB at 14 secrets; folders of 2,000 secrets (~1.2 MB each
+ *   by estimateBytes) are bound by CACHE_BYTE_SHARES.folders, not by this count.
  * - imports: a folder's import rows (~200 B each; most folders have none, ~100 B); 2,000 → < 1 MB.
  * - accessTokens: ~400 B each; 10,000 → ~4 MB. A token is looked up while its holder syncs
  *   (ESO: login, read, revoke within seconds), so entries follow the syncs of the last
@@ -60,26 +61,36 @@ export const CACHE_TTL_MS = 60_000;
  *   stored: guessing ids cannot fill it.
  */
 export const CACHE_LIMITS = { projects: 1_000, roles: 10_000, folders: 2_000, accessTokens: 10_000, imports: 2_000, logins: 10_000 } as const;
+/**
+ * Each cache's share of CACHE_MAX_BYTES (estimated bytes, storage/cache.ts estimateBytes):
+ * the entry counts above bind for small entries, these for large ones (a folder of
+ * 2,000 secrets is ~1 MB). The user sessions' cache (users.ts) takes SESSIONS_SHARE.
+ */
+export const CACHE_BYTE_SHARES = { projects: 0.04, roles: 0.08, folders: 0.6, accessTokens: 0.08, imports: 0.04, tags: 0.04, logins: 0.08 } as const;
+export const SESSIONS_SHARE = 0.04;
+/** CACHE_MAX_BYTES's default: 64 MiB. */
+export const DEFAULT_CACHE_MAX_BYTES = 64 * 1024 * 1024;
 /** How often expired entries are dropped (services.ts runs the sweep). */
 export const CACHE_SWEEP_MS = 30_000;
 
-export function createCaches(bus: CacheBus) {
+export function createCaches(bus: CacheBus, maxBytes = DEFAULT_CACHE_MAX_BYTES) {
+  const bounds = (name: keyof typeof CACHE_BYTE_SHARES, maxEntries: number) => ({ maxEntries, maxBytes: Math.floor(maxBytes * CACHE_BYTE_SHARES[name]) });
   // Bound to the bus: bypassed while this replica cannot hear the others' invalidations.
   const caches = {
-    projects: new ReadThroughCache<ProjectRecord | null>(CACHE_LIMITS.projects, CACHE_TTL_MS, bus),
-    roles: new ReadThroughCache<MemberRoleRecord | null>(CACHE_LIMITS.roles, CACHE_TTL_MS, bus),
-    folders: new ReadThroughCache<FolderSnapshot | null>(CACHE_LIMITS.folders, CACHE_TTL_MS, bus),
-    accessTokens: new ReadThroughCache<AccessTokenState | null>(CACHE_LIMITS.accessTokens, CACHE_TTL_MS, bus, (state) => state !== null),
+    projects: new ReadThroughCache<ProjectRecord | null>(bounds('projects', CACHE_LIMITS.projects), CACHE_TTL_MS, bus),
+    roles: new ReadThroughCache<MemberRoleRecord | null>(bounds('roles', CACHE_LIMITS.roles), CACHE_TTL_MS, bus),
+    folders: new ReadThroughCache<FolderSnapshot | null>(bounds('folders', CACHE_LIMITS.folders), CACHE_TTL_MS, bus),
+    accessTokens: new ReadThroughCache<AccessTokenState | null>(bounds('accessTokens', CACHE_LIMITS.accessTokens), CACHE_TTL_MS, bus, (state) => state !== null),
     /** The imports of a folder, keyed `${environmentId}:${folderId}` (dropped with the environment's folders). */
-    imports: new ReadThroughCache<SecretImportRow[]>(CACHE_LIMITS.imports, CACHE_TTL_MS, bus),
+    imports: new ReadThroughCache<SecretImportRow[]>(bounds('imports', CACHE_LIMITS.imports), CACHE_TTL_MS, bus),
     /** A project's tags, keyed by project id. */
-    tags: new ReadThroughCache<TagRow[]>(CACHE_LIMITS.projects, CACHE_TTL_MS, bus),
+    tags: new ReadThroughCache<TagRow[]>(bounds('tags', CACHE_LIMITS.projects), CACHE_TTL_MS, bus),
     /**
      * What a login reads before its claim (storage loginLookup), keyed by client id: ESO logs
      * in on every sync. The claim decides on the identity's row as it is then, so a stale
      * entry can only refuse early (trusted IPs) or take the claim's slower path (MAC key).
      */
-    logins: new ReadThroughCache<LoginLookup>(CACHE_LIMITS.logins, CACHE_TTL_MS, bus, (found) => found.ua !== undefined),
+    logins: new ReadThroughCache<LoginLookup>(bounds('logins', CACHE_LIMITS.logins), CACHE_TTL_MS, bus, (found) => found.ua !== undefined),
   };
 
   bus.subscribe((topic, key) => {

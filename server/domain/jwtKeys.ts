@@ -41,6 +41,8 @@ export interface KeySourceOptions {
   resolve?: Resolve;
   /** Where a refused fetch is reported (the service's log). */
   log?: (fields: Record<string, unknown>, message: string) => void;
+  /** The clock a token's exp, nbf and iat are checked by: the database's (storage/clock.ts), with CLOCK_SKEW_SECONDS for the issuer's. */
+  now?: () => number;
 }
 
 export const DEFAULT_KEY_SOURCE_OPTIONS: KeySourceOptions = {
@@ -265,12 +267,13 @@ export function keySources(options: Partial<KeySourceOptions> = {}) {
     return p;
   }
 
-  const verifyOptions = { algorithms: ALLOWED_ALGORITHMS, clockTolerance: CLOCK_SKEW_SECONDS, requiredClaims: ['exp'] };
+  const now = o.now ?? Date.now;
+  const verifyOptions = () => ({ algorithms: ALLOWED_ALGORITHMS, clockTolerance: CLOCK_SKEW_SECONDS, requiredClaims: ['exp'], currentDate: new Date(now()) });
 
   /** One verification; jose's errors mapped to 401 (the token) or 503 (the key source). */
   async function verifyWith(jwt: string, key: KeyObject | JWTVerifyGetKey, source: string): Promise<JWTPayload> {
     try {
-      const { payload } = typeof key === 'function' ? await jwtVerify(jwt, key, verifyOptions) : await jwtVerify(jwt, key, verifyOptions);
+      const { payload } = typeof key === 'function' ? await jwtVerify(jwt, key, verifyOptions()) : await jwtVerify(jwt, key, verifyOptions());
       return payload;
     } catch (err) {
       throw mapError(err, source);
@@ -311,7 +314,7 @@ export function keySources(options: Partial<KeySourceOptions> = {}) {
         const key = parsePublicKey(pem);
         if (!key) continue;
         try {
-          return (await jwtVerify(jwt, key, verifyOptions)).payload;
+          return (await jwtVerify(jwt, key, verifyOptions())).payload;
         } catch (err) {
           last = err;
           // Only a key that does not fit (signature, key type) sends us to the next one:

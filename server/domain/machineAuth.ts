@@ -90,6 +90,9 @@ export const MAX_BEARER_HEADER = 4200;
 /** See claimsOf: 10,000 entries of ~1 KB. */
 export const VERIFIED_MAX = 10_000;
 export const VERIFIED_TTL_MS = 60_000;
+/** And at most this many estimated bytes (the key's characters plus ~700 B of claims each): 10,000 headers of 4,200 characters would be ~50 MB. */
+export const VERIFIED_MAX_BYTES = 16 * 1024 * 1024;
+const VERIFIED_ENTRY_BYTES = 700;
 
 export interface MachineAuthDeps {
   store: {
@@ -123,6 +126,10 @@ export function machineAuth(deps: MachineAuthDeps) {
   // it: a hit then skips parsing the header (~2 µs a request for a regex over the token
   // and hashing the token's substring). No token holds a space, so the two never meet.
   const verified = new Map<string, { claims: VerifiedIdentityClaims; until: number }>();
+  let verifiedBytes = 0;
+  const forget = (key: string) => {
+    if (verified.delete(key)) verifiedBytes -= key.length + VERIFIED_ENTRY_BYTES;
+  };
 
   /** `isHeader`: `key` is an Authorization header, parsed only when it is not held. */
   async function claimsOf(key: string, isHeader = false) {
@@ -139,7 +146,7 @@ export function machineAuth(deps: MachineAuthDeps) {
 
   function unexpired(key: string, claims: VerifiedIdentityClaims): VerifiedIdentityClaims {
     if (claims.exp * 1000 <= now()) {
-      verified.delete(key);
+      forget(key);
       throw new AppError('TOKEN_INVALID', 'Access token expired');
     }
     return claims;
@@ -152,9 +159,11 @@ export function machineAuth(deps: MachineAuthDeps) {
   }
 
   function keep(key: string, claims: VerifiedIdentityClaims): void {
-    verified.delete(key);
-    if (verified.size >= VERIFIED_MAX) verified.delete(verified.keys().next().value!);
+    forget(key);
+    const bytes = key.length + VERIFIED_ENTRY_BYTES;
+    while (verified.size > 0 && (verified.size >= VERIFIED_MAX || verifiedBytes + bytes > VERIFIED_MAX_BYTES)) forget(verified.keys().next().value!);
     verified.set(key, { claims, until: now() + VERIFIED_TTL_MS });
+    verifiedBytes += bytes;
   }
 
   /** The token a Bearer header carries (401 when it carries none). */
@@ -242,7 +251,7 @@ export function machineAuth(deps: MachineAuthDeps) {
       let n = 0;
       for (const [token, v] of verified) {
         if (v.until <= t || v.claims.exp * 1000 <= t) {
-          verified.delete(token);
+          forget(token);
           n++;
         }
       }
@@ -252,6 +261,11 @@ export function machineAuth(deps: MachineAuthDeps) {
     /** Verified tokens held (for the soak bench and tests). */
     get verifiedSize(): number {
       return verified.size;
+    },
+
+    /** The verified tokens' estimated bytes (never above VERIFIED_MAX_BYTES; vaultstandalone_cache_bytes{cache="verifiedTokens"}). */
+    get verifiedBytes(): number {
+      return verifiedBytes;
     },
 
     /**
@@ -418,10 +432,10 @@ export function machineAuth(deps: MachineAuthDeps) {
         await audit({ eventType: 'revoke-identity-access-token', metadata: { identityId: claims.identityId, accessTokenId: claims.tokenId } });
         invalidate(topics.accessToken, claims.tokenId);
       });
-      verified.delete(accessToken);
+      forget(accessToken);
       // The header every client sends it in (another spelling of it expires with its TTL;
       // the token's state, checked per request, refuses it meanwhile).
-      verified.delete(`Bearer ${accessToken}`);
+      forget(`Bearer ${accessToken}`);
     },
 
     /**

@@ -16,7 +16,7 @@ import { loginSource, type SourceBudget } from '../auth/loginSources.js';
 import { newTokenSecret, secretMatches, type UserSessionTokens } from '../auth/tokens.js';
 import { AppError } from '../errors.js';
 import { isUuid, requireOrgAdmin, type Actor, type SystemActor } from './access.js';
-import { topics } from './caches.js';
+import { DEFAULT_CACHE_MAX_BYTES, SESSIONS_SHARE, topics } from './caches.js';
 import type { Change, Grant, Origin, WritePipeline } from './pipeline.js';
 import { CONTROL_CHARACTER, LONE_SURROGATE, validateName } from './text.js';
 
@@ -93,6 +93,10 @@ export interface UsersDeps {
   changes: Pick<WritePipeline, 'byCaller' | 'inOrganization'>;
   sessionTtlSeconds: number;
   lockout: { maxAttempts: number; seconds: number };
+  /** CACHE_MAX_BYTES: the session cache takes its SESSIONS_SHARE (server/domain/caches.ts). */
+  cacheMaxBytes?: number;
+  /** The clock sessions are issued and checked by: the database's (storage/clock.ts). */
+  now?: () => number;
   /** Production mode: the first visit needs this one-time code (see setupCode below). */
   setupCode?: SetupCode;
 }
@@ -148,7 +152,8 @@ export async function usersDomain(deps: UsersDeps) {
   }
   // An unknown email is checked against this hash, so both failures take as long.
   const dummyHash = await crypto.hashPassword(randomBytes(16).toString('hex'));
-  const live = new ReadThroughCache<SessionState | null>(10_000, 30_000, bus);
+  const now = deps.now ?? Date.now;
+  const live = new ReadThroughCache<SessionState | null>({ maxEntries: 10_000, maxBytes: Math.floor((deps.cacheMaxBytes ?? DEFAULT_CACHE_MAX_BYTES) * SESSIONS_SHARE) }, 30_000, bus);
   bus.subscribe((topic, key) => topic === topics.userSession && live.invalidate(key));
   bus.onReset(() => live.clear());
 
@@ -217,7 +222,7 @@ export async function usersDomain(deps: UsersDeps) {
     const sessionId = randomUUID();
     // The row keeps the secret part's hash only: its id (in the audit trail) opens nothing.
     const { secret, secretHash } = newTokenSecret();
-    const expiresAt = new Date(Date.now() + deps.sessionTtlSeconds * 1000);
+    const expiresAt = new Date(now() + deps.sessionTtlSeconds * 1000);
     await s.users.insertSession({ id: sessionId, secretHash, userId: user.id, expiresAt, ip });
     const token = await sessions.sign({ userId: user.id, sessionId, secret, exp: Math.floor(expiresAt.getTime() / 1000) });
     return {
@@ -231,6 +236,8 @@ export async function usersDomain(deps: UsersDeps) {
   return {
     /** Drops expired session entries (services.ts runs it with the caches' sweep). */
     sweep: (): number => live.sweep(),
+    /** The live-session cache (for the metrics: its counts and bytes). */
+    sessionCache: live,
 
     async initialized(): Promise<boolean> {
       return (await store.users.count()) > 0;
@@ -312,7 +319,7 @@ export async function usersDomain(deps: UsersDeps) {
     async authenticate(token: string): Promise<UserActor> {
       const claims = await sessions.verify(token);
       const state = await live.get(claims.sessionId, async () => (await store.users.liveSession(claims.sessionId)) ?? null);
-      if (!state || state.expiresAt.getTime() <= Date.now()) throw new AppError('TOKEN_INVALID', 'Session ended; log in again');
+      if (!state || state.expiresAt.getTime() <= now()) throw new AppError('TOKEN_INVALID', 'Session ended; log in again');
       // Bound to its row: a token re-signed with another subject (whoever learned
       // AUTH_SECRET) names a live session of someone else, and is refused; one made from a
       // session id read from the database lacks the secret part whose hash the row keeps.

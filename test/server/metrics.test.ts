@@ -153,7 +153,7 @@ t.test('database errors by kind; audit chain broken; busy seconds never step bac
   t.equal(value(after, `${PREFIX}audit_chain_ok`), 0, 'broken');
   t.notOk(text.includes(`${PREFIX}audit_last_verification_timestamp_seconds `), 'no verification time without a verification');
   let busy = 2;
-  m.observe({ caches: {}, crypto: { poolStats: () => ({ queueSize: 0, threads: 1, busySeconds: busy }) }, bus: { kind: 'memory', live: true }, dbPoolMax: 1 });
+  m.observe({ caches: {}, crypto: { poolStats: () => ({ queueSize: 0, threads: 1, busySeconds: busy, renderCacheBytes: 0 }) }, bus: { kind: 'memory', live: true }, dbPoolMax: 1 });
   t.equal(value(parse(await m.registry.metrics()), `${PREFIX}crypto_pool_busy_seconds_total`), 2);
   busy = 1.999;
   t.equal(value(parse(await m.registry.metrics()), `${PREFIX}crypto_pool_busy_seconds_total`), 2, 'a rounding step back is ignored');

@@ -3,7 +3,7 @@
 // its caches are bypassed, and writes still go through.
 import { Redis } from 'ioredis';
 import t from 'tap';
-import { ACK_TIMEOUT_MS, HEARTBEAT_MS, ReadThroughCache, STALE_AFTER_MS, memoryBus, redisBus } from '../../storage/cache.js';
+import { ACK_TIMEOUT_MS, HEARTBEAT_MS, ReadThroughCache, STALE_AFTER_MS, estimateBytes, memoryBus, redisBus } from '../../storage/cache.js';
 import { REDIS_URL } from '../helpers/db.js';
 import { CuttableProxy, TestRedis, freePort, linkIs, testRedis } from '../helpers/redis.js';
 
@@ -342,4 +342,49 @@ t.test('invalidations of keys nobody is loading leave nothing behind; a racing l
   t.equal(await p, 'old');
   t.equal(c.trackedKeys, 0, 'dropped once the load settled');
   t.equal(await c.get('k', async () => 'new'), 'new', 'the racing load was not stored');
+});
+
+t.test('bounded by bytes: filling past the bound evicts the least recently used and keeps bytes within it', async (t) => {
+  const c = new ReadThroughCache<string>({ maxEntries: 1_000, maxBytes: 10_000, sizeOf: (_k, v) => (v as string).length }, 60_000);
+  for (let i = 0; i < 9; i++) await c.get(`k${i}`, async () => 'x'.repeat(1_000));
+  t.equal(c.bytes, 9_000, 'nine entries of 1,000 bytes');
+  t.equal(await c.get('k0', async () => 'reloaded'), 'x'.repeat(1_000), 'k0 used again: the most recently used now');
+  t.equal(c.peek('k1'), 'x'.repeat(1_000), 'k1 used again too (peek)');
+  for (let i = 9; i < 30; i++) {
+    await c.get(`k${i}`, async () => 'y'.repeat(1_500));
+    t.ok(c.bytes <= 10_000, `bytes within the bound after entry ${i} (${c.bytes})`);
+  }
+  t.equal(c.bytes, 9_000, 'six entries of 1,500 bytes');
+  t.equal(c.size, 6);
+  t.ok(c.counts.evicted > 0, 'evictions counted');
+  t.equal(await c.get('k29', async () => 'z'), 'y'.repeat(1_500), 'the newest stayed');
+  t.equal(await c.get('k2', async () => 'z'), 'z', 'the least recently used left first');
+
+  const before = c.bytes;
+  t.equal(await c.get('huge', async () => 'h'.repeat(20_000)), 'h'.repeat(20_000), 'an entry larger than the bound is answered');
+  t.equal(c.bytes, before, 'and not stored (nothing evicted for it)');
+  t.equal(c.counts.tooLarge, 1);
+  c.invalidate('k29');
+  t.equal(c.bytes, before - 1_500, 'an invalidation gives its bytes back');
+  const held = c.size;
+  t.equal(c.sweep(Date.now() + 60_001), held, 'a sweep after the TTL drops every entry');
+  t.equal(c.bytes, 0, 'a sweep of everything leaves 0 bytes');
+  await c.get('a', async () => 'abc');
+  c.clear();
+  t.equal(c.bytes, 0, 'clear leaves 0 bytes');
+});
+
+t.test('the default estimate counts what an entry holds', async (t) => {
+  t.ok(estimateBytes('x'.repeat(10_000)) >= 10_000, 'a string: at least its characters');
+  t.ok(estimateBytes('ж'.repeat(10_000)) >= 20_000, 'a two-byte string (beyond Latin-1): two bytes a character');
+  t.ok(estimateBytes(Buffer.alloc(50_000)) >= 50_000, 'a buffer: at least its bytes');
+  const rows = Array.from({ length: 2_000 }, (_, i) => ({ id: `id-${i}`, key: `KEY_${i}`, version: i, value: Buffer.alloc(100) }));
+  const n = estimateBytes({ folders: [{ id: 'f', path: '/' }], rows });
+  t.ok(n >= 2_000 * 100 && n < 2_000 * 1_000, `2,000 rows of 100-byte blobs: ${n} bytes`);
+  const cyclic: Record<string, unknown> = { a: 'x'.repeat(100) };
+  cyclic.self = cyclic;
+  t.ok(estimateBytes(cyclic) < 1_000, 'a cycle is counted once');
+  const c = new ReadThroughCache<unknown>({ maxBytes: 300_000 }, 60_000);
+  for (let i = 0; i < 10; i++) await c.get(`folder-${i}`, async () => ({ rows: rows.slice(0, 500) }));
+  t.ok(c.bytes <= 300_000 && c.size < 10, `folders of 500 rows fill the bound: ${c.size} held, ${c.bytes} bytes`);
 });
