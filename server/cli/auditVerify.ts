@@ -3,7 +3,7 @@
 // the head for the operator to record out of band. Read-only.
 import { createCrypto, type Crypto } from '../../crypto/index.js';
 import { createStore } from '../../storage/index.js';
-import type { AuditVerification } from '../../storage/audit.js';
+import type { IncrementalVerification } from '../../storage/audit.js';
 import { AUDIT_HEAD_MAC_CHARS, AuditTrailError, headSummary, loadAuditKey } from '../domain/audit.js';
 import { openKeyring, WrongEncryptionKeyError } from '../domain/keyring.js';
 import { CliError, EXIT_FAILURE, EXIT_OK, UsageError, parse, type Command, type Context } from './command.js';
@@ -11,9 +11,12 @@ import { rootKeySpec } from '../config.js';
 import type { RemoteAuditVerification } from '../adminChannel.js';
 import { askRunningService, databaseTarget, describeTarget, openDatabase, serviceConfig } from './database.js';
 
-const HELP = `Usage: vault-standalone audit-verify [--recorded-head ID:MAC]
+const HELP = `Usage: vault-standalone audit-verify [--full] [--recorded-head ID:MAC]
 
-Recomputes the audit trail from its first entry: every entry's MAC (HMAC-SHA-256 under
+Verifies the audit trail from the newest keyed checkpoint the service wrote (a MAC under
+the audit key over "entries through id N verified, chain head H"; one that does not
+verify is reported as a broken chain), or with --full from its first entry (or from the
+prune boundary, when old entries were archived by retention): every entry's MAC (HMAC-SHA-256 under
 the audit key, held by the crypto workers) over its content and its predecessor's MAC,
 every link, and the head anchor (entry count, last id and last MAC, itself MACed). An
 edited, inserted or deleted row, the newest ones included, and an edited anchor are
@@ -28,7 +31,11 @@ Environment: the service's own: ENCRYPTION_KEY, and DATABASE_URL (or DATA_DIR fo
 embedded database). With the embedded database, a running service is asked over its
 admin socket (DATA_DIR/run/admin.sock) and verifies with its own key.
 
+An edit of an entry before the newest checkpoint shows only to --full: run it now and
+then (it reads every entry; on the embedded database the service must be stopped).
+
 Options:
+  --full                  walk every entry online, not only those after the newest checkpoint
   --recorded-head ID:MAC  an earlier head: entry id and the MAC prefix printed with it
   -h, --help              this help
 
@@ -42,7 +49,7 @@ export const auditVerify: Command = {
   summary: 'verify the audit trail: every entry MAC, every link and the head anchor',
   help: HELP,
   async run(argv: string[], { env, io }: Context): Promise<number> {
-    const o = parse(argv, { 'recorded-head': { type: 'string' } });
+    const o = parse(argv, { 'recorded-head': { type: 'string' }, full: { type: 'boolean' } });
     if (o.help) {
       io.out(HELP);
       return EXIT_OK;
@@ -74,19 +81,27 @@ export const auditVerify: Command = {
       const versions = await boot.keys.rootKeyVersions();
       if (versions.length !== 1) throw new CliError(`data keys are wrapped under several root key versions (${versions.join(', ')})`);
       crypto = await createCrypto({ rootKeys: [rootKeySpec(config, versions[0]!)], threads: config.cryptoThreads });
-      let result: AuditVerification;
+      let result: IncrementalVerification;
       try {
         // The canary exists, so this only reads: it proves ENCRYPTION_KEY is this database's key.
         const { record } = await openKeyring(boot, crypto);
         if (!record) throw new AuditTrailError('the instance has not been upgraded to this version yet: start the service (this version) once, then retry');
         // Legacy entries are those the instance recorded (sealed in its canary), no others.
         const auditKey = await loadAuditKey(boot, crypto, record.legacy);
-        result = await createStore(db.sql, { auditKey }).audit.verify({ recordedHead });
+        // Read-only: checkpoints are used, never written (the service writes them).
+        result = await createStore(db.sql, { auditKey }).audit.verifyIncremental({ recordedHead, full: o.full === true, write: false, pause: async () => {} });
       } catch (err) {
         if (err instanceof WrongEncryptionKeyError || err instanceof AuditTrailError) throw new CliError(err.message);
         throw err;
       }
+      if (!result.complete) throw new CliError('the walk stopped before the head'); // Never: nothing asks it to stop.
       for (const line of describeResult(result.ok ? { ...result, head: headSummary(result.head) } : result)) io.out(line);
+      if (result.from > 0) {
+        io.out(
+          `  verified from the keyed checkpoint at entry id ${result.from} (${plural(result.read, 'entry', 'entries')} read); ` +
+            (o.full ? 'entries before it were archived by retention: audit-verify --archive FILE checks them' : 'audit-verify --full reads every entry'),
+        );
+      }
       return result.ok ? EXIT_OK : EXIT_FAILURE;
     } finally {
       await crypto?.close().catch(() => {});
@@ -146,6 +161,16 @@ function describeResult(r: RemoteAuditVerification): string[] {
         `audit chain BROKEN${r.brokenAt === null ? '' : ` at entry id ${r.brokenAt}`} (${walked}): entries claim to be written ` +
           'before the chain was keyed that this instance never recorded as such (or recorded ones are gone): the trail was ' +
           'rewritten as a keyless chain.',
+      ];
+    case 'checkpoint-invalid':
+      return [
+        `audit chain BROKEN: the keyed checkpoint at entry id ${r.brokenAt} (table audit_checkpoints) does not verify under ` +
+          'the audit key: it was forged or edited. Run audit-verify --full.',
+      ];
+    case 'checkpoint-ahead':
+      return [
+        `audit chain BROKEN: a valid keyed checkpoint vouches for entries through id ${r.brokenAt}, beyond the anchor: ` +
+          'the newest entries (with the anchor) were removed or rolled back.',
       ];
   }
 }

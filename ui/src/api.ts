@@ -243,10 +243,20 @@ export interface AuditLog {
   ipAddress: string | null;
   createdAt: string;
 }
-export type AuditVerify =
+/** When the verdict was reached (the server verifies incrementally, off the request path). */
+interface VerifyFreshness {
+  checkedAt?: string;
+  ageSeconds?: number;
+  inProgress?: boolean;
+}
+export type AuditVerify = (
   | { ok: true; entries: number; head?: { entries: number; lastId: number; mac: string } }
   // brokenAt is null when every entry verifies but the head anchor does not (newest entries removed, anchor edited).
-  | { ok: false; brokenAt: number | null; entries: number; reason?: string };
+  | { ok: false; brokenAt: number | null; entries: number; reason?: string }
+  // No verdict yet: the server's walk has verified `entries` of `of` and goes on at the next visit.
+  | { ok: null; entries: number; of: number }
+) &
+  VerifyFreshness;
 
 export const ROLES = ['admin', 'member', 'viewer', 'no-access'] as const;
 

@@ -1,6 +1,8 @@
 // The audit trail: GET /api/v1/organization/audit-logs (newest first, filtered, paged)
-// and GET /api/v1/organization/audit-logs/verify (recompute the keyed chain, check its
-// anchor; the answer adds head, or reason, to the earlier { ok, entries, brokenAt }).
+// and GET /api/v1/organization/audit-logs/verify (the keyed chain from its newest keyed
+// checkpoint to its anchor, within a bounded wait: server/domain/audit.ts auditVerifier;
+// the answer adds head, or reason, to the earlier { ok, entries, brokenAt }, and says when
+// the verdict was reached; ok null while no verdict exists yet).
 import { z } from 'zod';
 import type { AuditListRow } from '../../../storage/audit.js';
 import { isUuid } from '../../domain/access.js';
@@ -58,8 +60,14 @@ const auditLogSchema = z.object({
   updatedAt: isoString,
 });
 const headSchema = z.object({ entries: z.number().int(), legacyEntries: z.number().int(), lastId: z.number().int(), mac: z.string() });
+const freshness = {
+  checkedAt: isoString,
+  ageSeconds: z.number().int(),
+  inProgress: z.boolean(),
+  verifiedFrom: z.number().int(),
+};
 const verifySchema = z.union([
-  z.object({ ok: z.literal(true), entries: z.number().int(), head: headSchema }),
+  z.object({ ok: z.literal(true), entries: z.number().int(), head: headSchema, ...freshness }),
   z.object({
     ok: z.literal(false),
     entries: z.number().int(),
@@ -67,7 +75,9 @@ const verifySchema = z.union([
     reason: z.string(),
     anchored: z.object({ entries: z.number().int(), lastId: z.number().int() }).optional(),
     found: z.object({ entries: z.number().int(), lastId: z.number().int() }).optional(),
+    ...freshness,
   }),
+  z.object({ ok: z.null(), entries: z.number().int(), lastId: z.number().int(), of: z.number().int(), ...freshness }),
 ]);
 
 function actorJson(r: AuditListRow) {
@@ -119,7 +129,7 @@ export function registerAuditRoutes(api: Api, svc: Services) {
 
   api.get(
     '/api/v1/organization/audit-logs/verify',
-    { caller: 'any', summary: 'Recompute the keyed audit chain and check its anchor (superadmin)', response: verifySchema },
+    { caller: 'any', summary: 'Verify the keyed audit chain from its newest checkpoint to its anchor, within a bounded wait (superadmin)', response: verifySchema },
     async ({ actor }) => ({ body: await svc.audit.verify(actor) }),
   );
 }

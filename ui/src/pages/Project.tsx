@@ -351,6 +351,12 @@ function AuditScreen(props: { project: Project }) {
               <Match when={verify()?.ok === true}>
                 <Badge tone="good">
                   <Icon name="check" /> Chain verified · {verify()!.entries} entries
+                  {(verify()!.ageSeconds ?? 0) > 60 ? ` · checked ${Math.round(verify()!.ageSeconds! / 60)} min ago` : ''}
+                </Badge>
+              </Match>
+              <Match when={verify()?.ok === null}>
+                <Badge>
+                  Checking the chain: {verify()!.entries} of {(verify() as { of: number }).of} entries so far (continues at the next visit)
                 </Badge>
               </Match>
               <Match when={verify()?.ok === false}>
