@@ -13,7 +13,8 @@ import { sourceBudget } from './auth/loginSources.js';
 import { deriveAuthKeys } from './auth/tokens.js';
 import { rootKeySpec, setupCodeRequired, type Config } from './config.js';
 import { accessControl, type AccessControl } from './domain/access.js';
-import { auditDomain, auditHeadLog, auditVerifier, openAuditKey, TRAIL_MISSING_WARNING, type AuditDomain } from './domain/audit.js';
+import { auditDomain, auditHeadLog, openAuditKey, TRAIL_MISSING_WARNING, type AuditDomain } from './domain/audit.js';
+import { auditVerifier, type AuditVerifier } from './domain/auditVerifier.js';
 import { CACHE_SWEEP_MS, createCaches, topics, type Caches } from './domain/caches.js';
 import { environmentsDomain, type EnvironmentsDomain } from './domain/environments.js';
 import { eventHub, type EventHub } from './domain/eventHub.js';
@@ -71,6 +72,8 @@ export interface Services {
   memberships: MembershipsDomain;
   roles: RolesDomain;
   audit: AuditDomain;
+  /** Incremental verification on request, full walks in the background (domain/auditVerifier.ts). */
+  auditVerifier: AuditVerifier;
   users: UsersDomain;
   auth: Authenticator;
   config: Pick<Config, 'sessionTtlSeconds' | 'cookieSecure'>;
@@ -259,7 +262,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
 
     const sweep = periodically(ACCESS_TOKEN_SWEEP_MS, async () => {
       const deleted = await sweepAccessTokens(db.sql, { graceSeconds: ACCESS_TOKEN_GRACE_SECONDS });
-      if (deleted > 0) log.info({ event: 'access-token-sweep', deleted }, `access tokens: deleted ${deleted} revoked or expired`);
+      if (deleted > 0) log.info({ event: 'access-token-sweep', deleted }, `access tokens: deleted ${deleted} revoked, expired or used up`);
       await sweepLoginFailures(db.sql, { olderThanSeconds: Math.max(ACCESS_TOKEN_GRACE_SECONDS, config.loginLockoutSeconds) });
       const sessions = await pruneUserSessions(db.sql);
       if (sessions > 0) log.info({ event: 'session-prune', deleted: sessions }, `sessions: deleted ${sessions} revoked or expired`);
@@ -295,6 +298,12 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       if (deleted > 0) log.info({ event: 'events-prune', deleted }, `change events: pruned ${deleted}`);
     }, (err) => log.warn({ event: 'events-prune', err: describe(err) }, `change events: prune failed (${describe(err)}); retrying later`));
     cleanups.push(prune.stop);
+
+    // A visit of the verify route waits at most this long for the incremental walk; the
+    // full walk runs in the background (at start-up, every AUDIT_FULL_VERIFY_INTERVAL_SECONDS).
+    const verifier = auditVerifier({ store, waitMs: Math.min(2000, Math.floor(config.requestDeadlineMs / 2)), log });
+    verifier.startBackground(config.auditFullVerifyIntervalMs);
+    cleanups.push(verifier.close);
     const changes = writePipeline({
       store,
       bus,
@@ -412,8 +421,8 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       tokenAuth: tokenAuthDomain({ store, changes, machineAuth: machine }),
       memberships,
       roles: rolesDomain({ store, access, changes }),
-      // A visit of the verify route waits at most this long for the incremental walk.
-      audit: auditDomain({ store, access, verifier: auditVerifier({ store, waitMs: Math.min(2000, Math.floor(config.requestDeadlineMs / 2)) }) }),
+      audit: auditDomain({ store, access, verifier }),
+      auditVerifier: verifier,
       close,
     };
   } catch (err) {

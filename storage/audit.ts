@@ -159,7 +159,7 @@ export interface AuditHead {
   trailMissing: boolean;
 }
 
-interface AnchorRow extends AuditHead {
+export interface AnchorRow extends AuditHead {
   mac: Buffer;
 }
 
@@ -178,7 +178,8 @@ interface AnchorRow extends AuditHead {
  * rewritten as a pre-keyed chain; `checkpoint-invalid` a keyed checkpoint (table
  * audit_checkpoints, brokenAt its last id) does not verify: it was forged or edited;
  * `checkpoint-ahead` a valid checkpoint vouches for entries beyond the anchor: the newest
- * entries and the anchor were rolled back.
+ * entries and the anchor were rolled back; `checkpoint-missing` a keyed checkpoint was
+ * deleted (brokenAt: the checkpoint whose predecessor is gone, or the newest one known).
  */
 export type AuditBreak =
   | 'entry'
@@ -189,7 +190,8 @@ export type AuditBreak =
   | 'trail-missing'
   | 'legacy-unrecorded'
   | 'checkpoint-invalid'
-  | 'checkpoint-ahead';
+  | 'checkpoint-ahead'
+  | 'checkpoint-missing';
 
 export type AuditVerification =
   | { ok: true; entries: number; head: AuditHead }
@@ -221,7 +223,7 @@ export class AuditChainError extends Error {
 // What an entry's MAC covers: every column, in the forms the database gives them back
 // (microseconds of the time, the uuid's lower-case text, jsonb's own text of the
 // metadata), which an append knows before it writes the row.
-interface ChainRow {
+export interface ChainRow {
   id: number;
   prevHash: Buffer;
   hash: Buffer;
@@ -244,7 +246,7 @@ interface ChainRow {
   metadata: Record<string, unknown>;
 }
 
-function chainColumns(sql: Queryable) {
+export function chainColumns(sql: Queryable) {
   return sql`id, prev_hash, hash, chain, (extract(epoch from at) * 1000000)::bigint as at_us, actor_type, actor_id,
     event_type, project_id::text as project_id, environment, secret_path, secret_key, secret_version,
     metadata::text as metadata_text, ip, key_id, at, metadata`;
@@ -304,7 +306,7 @@ function legacyEntryHash(prev: Buffer, r: ChainRow): Buffer {
   return createHash('sha256').update(prev).update(canonical).digest();
 }
 
-const sameBytes = (a: Buffer, b: Buffer) => a.length === b.length && timingSafeEqual(a, b);
+export const sameBytes = (a: Buffer, b: Buffer) => a.length === b.length && timingSafeEqual(a, b);
 
 /**
  * A keyless running digest of the whole chain (every entry's content, link and hash), from
@@ -357,9 +359,9 @@ async function anchorHolds(key: AuditKey, a: AnchorRow, sql: Queryable): Promise
   return true;
 }
 
-const ANCHOR_COLUMNS = 'key_id, entries, legacy_entries, last_id, last_mac, mac, trail_missing';
+export const ANCHOR_COLUMNS = 'key_id, entries, legacy_entries, last_id, last_mac, mac, trail_missing';
 
-async function readAnchor(sql: Queryable): Promise<AnchorRow | undefined> {
+export async function readAnchor(sql: Queryable): Promise<AnchorRow | undefined> {
   const [row] = await sql<AnchorRow[]>`select ${sql.unsafe(ANCHOR_COLUMNS)} from audit_chain_head where id = 1`;
   return row;
 }
@@ -571,15 +573,6 @@ export function auditStore(sql: Queryable, key?: AuditKey) {
       knownAnchors.set(k, anchorFingerprint({ ...head, lastMac: prev, mac: headMac }));
     },
 
-    /**
-     * Verifies from the newest keyed checkpoint to the head (see verifyIncremental), in
-     * short statements that yield between chunks; `full` walks from the first entry (or the
-     * prune boundary) instead.
-     */
-    verifyIncremental(opts: IncrementalOptions = {}): Promise<IncrementalVerification> {
-      return verifyIncremental(sql, requireKey(), opts);
-    },
-
     /** Newest first; every filter optional. */
     async list(f: AuditFilter): Promise<AuditListRow[]> {
       const conds = [sql`true`];
@@ -707,7 +700,7 @@ async function verifyChain(
 }
 
 /** Where a walk along the chain stands: everything needed to continue it from there. */
-interface WalkState {
+export interface WalkState {
   digest: Buffer;
   pending: number | undefined;
   prev: Buffer;
@@ -723,7 +716,7 @@ interface WalkState {
   read: number;
 }
 
-const genesisState = (): WalkState => ({
+export const genesisState = (): WalkState => ({
   digest: GENESIS,
   pending: undefined,
   prev: GENESIS,
@@ -739,7 +732,7 @@ const genesisState = (): WalkState => ({
 });
 
 /** Extends `s` over `rows` (the next ones by id). Rows after a break are only counted. */
-async function walkRows(s: WalkState, rows: ChainRow[], key: AuditKey, recorded: { lastId: number; macPrefix: string } | undefined): Promise<void> {
+export async function walkRows(s: WalkState, rows: ChainRow[], key: AuditKey, recorded: { lastId: number; macPrefix: string } | undefined): Promise<void> {
   s.read += rows.length;
   // Each MAC depends on stored values only: a batch goes to the workers at once.
   const keyed = s.brokenAt === undefined ? rows.filter((r) => r.chain === KEYED && r.keyId === key.keyId) : [];
@@ -788,7 +781,7 @@ async function walkRows(s: WalkState, rows: ChainRow[], key: AuditKey, recorded:
 }
 
 /** The verdict once a walk reached the end of the chain: the entries, then the anchor. */
-async function finishChain(
+export async function finishChain(
   s: WalkState,
   anchor: AnchorRow | undefined,
   key: AuditKey,
@@ -822,193 +815,4 @@ async function finishChain(
     head: { keyId: anchor.keyId, entries, legacyEntries: legacy, lastId, lastMac: prev, trailMissing: false },
     digest,
   };
-}
-
-// ---------------------------------------------------------------------------------------
-// Keyed checkpoints (table audit_checkpoints): "the chain through id lastId verified, its
-// head there lastMac, its running digest digest", MACed under the audit key. A verify
-// continues from the newest one; one whose MAC does not hold is a broken chain.
-
-const CHECKPOINT_LABEL = 'vault-standalone/audit-checkpoint/v1';
-/** Checkpoints kept besides the newest and the prune boundary (older ones are deleted). */
-const CHECKPOINTS_KEPT = 4;
-
-export interface AuditCheckpoint {
-  keyId: string;
-  lastId: number;
-  /** Entries of the chain through lastId, pruned ones included. */
-  entries: number;
-  legacyEntries: number;
-  lastMac: Buffer;
-  digest: Buffer;
-  /** Entries archived and deleted before the online chain (equal to entries at the prune boundary). */
-  pruned: number;
-  mac: Buffer;
-}
-
-const CHECKPOINT_COLUMNS = 'key_id, last_id, entries, legacy_entries, last_mac, digest, pruned, mac';
-
-export function checkpointMessage(c: Omit<AuditCheckpoint, 'mac'>): string {
-  return JSON.stringify([CHECKPOINT_LABEL, c.keyId, c.lastId, c.entries, c.legacyEntries, c.lastMac.toString('hex'), c.digest.toString('hex'), c.pruned]);
-}
-
-export async function checkpointHolds(key: AuditKey, c: AuditCheckpoint): Promise<boolean> {
-  if (c.keyId !== key.keyId) return false;
-  const [mac] = await key.macs([checkpointMessage(c)]);
-  return sameBytes(c.mac, mac!);
-}
-
-export async function makeCheckpoint(key: AuditKey, c: Omit<AuditCheckpoint, 'mac' | 'keyId'>): Promise<AuditCheckpoint> {
-  const body = { ...c, keyId: key.keyId };
-  const [mac] = await key.macs([checkpointMessage(body)]);
-  return { ...body, mac: mac! };
-}
-
-const numeric = (c: AuditCheckpoint): AuditCheckpoint => ({
-  ...c,
-  lastId: Number(c.lastId),
-  entries: Number(c.entries),
-  legacyEntries: Number(c.legacyEntries),
-  pruned: Number(c.pruned),
-});
-
-async function writeCheckpoint(sql: Queryable, c: AuditCheckpoint): Promise<void> {
-  await sql`insert into audit_checkpoints (key_id, last_id, entries, legacy_entries, last_mac, digest, pruned, mac)
-    values (${c.keyId}, ${c.lastId}, ${c.entries}, ${c.legacyEntries}, ${c.lastMac}, ${c.digest}, ${c.pruned}, ${c.mac})
-    on conflict (last_id) do nothing`;
-  // Older ones are no longer needed (a verify starts from the newest), the prune boundary is.
-  await sql`delete from audit_checkpoints where pruned < entries and last_id < coalesce(
-      (select last_id from audit_checkpoints order by last_id desc offset ${CHECKPOINTS_KEPT} limit 1), 0)`;
-}
-
-/** Where a walk from checkpoint `c` starts: its end, vouched for by its MAC. */
-function stateAt(c: AuditCheckpoint): WalkState {
-  return {
-    ...genesisState(),
-    digest: c.digest,
-    prev: c.lastMac,
-    entries: c.entries,
-    legacy: c.legacyEntries,
-    lastId: c.lastId,
-    keyedSeen: c.entries > c.legacyEntries,
-  };
-}
-
-/** What an incremental verify answers: a verdict, or how far it got when told to stop. */
-export type IncrementalVerification =
-  | (AuditVerification & { complete: true; from: number; read: number })
-  | { ok: null; complete: false; entries: number; lastId: number; of: number; from: number; read: number };
-
-export interface IncrementalOptions {
-  recordedHead?: { lastId: number; macPrefix: string };
-  /** Rows per statement (each its own short query: no transaction spans the walk). */
-  chunk?: number;
-  /** Asked between chunks: false stops the walk there (its progress is kept as a checkpoint). */
-  shouldContinue?: () => boolean;
-  /** Between chunks (default: a turn of the event loop, so other callers' work runs). */
-  pause?: () => Promise<void>;
-  /** Write checkpoints (the service); the CLI only reads them. */
-  write?: boolean;
-  /** A checkpoint every this many entries walked (and at the end). */
-  checkpointEvery?: number;
-  /** Start from genesis (or the prune boundary), ignoring other checkpoints: a full walk. */
-  full?: boolean;
-  onProgress?: (p: { entries: number; lastId: number; of: number }) => void;
-}
-
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-/**
- * Verifies the chain from the newest checkpoint (its MAC proven) to the anchor, in short
- * statements of `chunk` rows with a turn of the event loop between them, then checks the
- * anchor as verify does and that no entry lies beyond it. Entries before the checkpoint
- * are not read again: an edit there shows only to a full walk (opts.full, audit-verify
- * --full). A checkpoint that does not verify, or that names entries beyond the anchor, is
- * a broken chain.
- */
-async function verifyIncremental(sql: Queryable, base: AuditKey, opts: IncrementalOptions): Promise<IncrementalVerification> {
-  const chunk = opts.chunk ?? 2_000;
-  const every = opts.checkpointEvery ?? 20_000;
-  const pause = opts.pause ?? nextTurn;
-  const recorded = opts.recordedHead;
-  // The anchor, the newest checkpoint and the prune boundary in one snapshot.
-  const [anchorRow] = await sql<AnchorRow[]>`select ${sql.unsafe(ANCHOR_COLUMNS)} from audit_chain_head where id = 1`;
-  const key = anchorRow && anchorRow.keyId !== base.keyId ? ((await base.resolve?.(anchorRow.keyId)) ?? base) : base;
-  const points = (
-    await sql<AuditCheckpoint[]>`(select ${sql.unsafe(CHECKPOINT_COLUMNS)} from audit_checkpoints where pruned = entries order by last_id desc limit 1)
-      union all (select ${sql.unsafe(CHECKPOINT_COLUMNS)} from audit_checkpoints where key_id = ${key.keyId} order by last_id desc limit 1)`
-  ).map(numeric);
-  const boundary = points.find((p) => p.pruned === p.entries && p.pruned > 0);
-  const newest = opts.full ? boundary : points.reduce<AuditCheckpoint | undefined>((a, p) => (!a || p.lastId > a.lastId ? p : a), undefined);
-  const done = (r: AuditVerification, from: number, read: number): IncrementalVerification => {
-    const { digest: _d, ...rest } = r as AuditVerification & { digest?: Buffer };
-    return { ...(rest as AuditVerification), complete: true, from, read };
-  };
-  const brokenCheckpoint = (c: AuditCheckpoint, reason: AuditBreak) => done({ ok: false, entries: c.entries, brokenAt: c.lastId, reason }, c.lastId, 0);
-  for (const c of [boundary, newest]) {
-    if (c && !(await checkpointHolds(key, c))) return brokenCheckpoint(c, 'checkpoint-invalid');
-  }
-  if (!anchorRow) return done({ ok: false, entries: 0, brokenAt: null, reason: 'anchor-missing' }, 0, 0);
-  // A valid checkpoint past the head: the newest entries and the anchor were rolled back.
-  if (newest && newest.lastId > anchorRow.lastId) return brokenCheckpoint(newest, 'checkpoint-ahead');
-  const s = newest ? stateAt(newest) : genesisState();
-  const from = newest?.lastId ?? 0;
-  if (newest) {
-    // The entry the checkpoint ends at (gone only at a prune boundary, where it was archived).
-    const [row] = await sql<ChainRow[]>`select ${chainColumns(sql)} from audit_log where id = ${newest.lastId}`;
-    s.read += row ? 1 : 0;
-    if (row) {
-      if (!row.hash.equals(newest.lastMac)) return done({ ok: false, entries: newest.entries, brokenAt: newest.lastId, reason: 'entry' }, from, s.read);
-      s.last = row;
-    } else if (newest.pruned !== newest.entries) {
-      return done({ ok: false, entries: newest.entries, brokenAt: newest.lastId, reason: 'entry' }, from, s.read);
-    }
-    if (recorded && recorded.lastId <= newest.lastId) {
-      const [r] = await sql<{ hash: Buffer }[]>`select hash from audit_log where id = ${recorded.lastId}`;
-      s.recordedFound = r !== undefined && r.hash.toString('hex').startsWith(recorded.macPrefix);
-    }
-  }
-  const target = Number(anchorRow.lastId);
-  let after = s.lastId;
-  let sinceCheckpoint = 0;
-  const checkpoint = async () => {
-    if (!opts.write || s.brokenAt !== undefined || s.pending !== undefined || s.unrecordedAt !== undefined || s.lastId <= from) return;
-    if (s.lastId === (newest?.lastId ?? 0)) return;
-    const pruned = boundary?.pruned ?? 0;
-    await writeCheckpoint(sql, await makeCheckpoint(key, { lastId: s.lastId, entries: s.entries, legacyEntries: s.legacy, lastMac: s.prev, digest: s.digest, pruned }));
-  };
-  while (after < target && s.brokenAt === undefined) {
-    const rows = await sql<ChainRow[]>`select ${chainColumns(sql)} from audit_log where id > ${after} and id <= ${target} order by id limit ${chunk}`;
-    if (rows.length === 0) break;
-    await walkRows(s, rows, key, recorded);
-    after = Number(rows[rows.length - 1]!.id);
-    sinceCheckpoint += rows.length;
-    opts.onProgress?.({ entries: s.entries, lastId: s.lastId, of: Number(anchorRow.entries) });
-    if (sinceCheckpoint >= every) {
-      await checkpoint();
-      sinceCheckpoint = 0;
-    }
-    if (after < target && s.brokenAt === undefined) {
-      if (opts.shouldContinue && !opts.shouldContinue()) {
-        await checkpoint();
-        return { ok: null, complete: false, entries: s.entries, lastId: s.lastId, of: Number(anchorRow.entries), from, read: s.read };
-      }
-      await pause();
-    }
-  }
-  if (s.brokenAt === undefined) {
-    // Entries beyond the anchor (as it stands now, in one snapshot with them) were never anchored.
-    const [tail] = await sql<{ head: number | null; max: number | null }[]>`select
-        (select last_id from audit_chain_head where id = 1) as head, (select max(id) from audit_log) as max`;
-    if (tail && tail.max !== null && Number(tail.max) > Number(tail.head ?? 0)) {
-      return done(
-        { ok: false, entries: s.entries, brokenAt: null, reason: 'head-mismatch', anchored: { entries: Number(anchorRow.entries), lastId: target }, found: { entries: s.entries, lastId: Number(tail.max) } },
-        from,
-        s.read,
-      );
-    }
-  }
-  const result = await finishChain(s, anchorRow, key, recorded);
-  if (result.ok) await checkpoint();
-  return done(result, from, s.read);
 }

@@ -11,12 +11,11 @@ import {
   type AuditHead,
   type AuditKey,
   type AuditListRow,
-  type AuditVerification,
-  type IncrementalVerification,
   type LegacyRecord,
 } from '../../storage/audit.js';
 import { AppError } from '../errors.js';
 import { requireOrgAdmin, type AccessControl, type Actor, type SystemActor } from './access.js';
+import type { AuditVerifier, AuditVerifyResult } from './auditVerifier.js';
 import { dataKeyAad, WrongEncryptionKeyError, type InstanceRecord } from './keyring.js';
 
 /** The audit trail cannot be opened for writing: the service must not start. */
@@ -189,115 +188,10 @@ export function auditHeadLog(deps: { store: Pick<Store, 'audit'>; log: (line: st
 }
 export type AuditHeadLog = ReturnType<typeof auditHeadLog>;
 
-/** When the verdict was reached, how old it is, whether a walk is running now, and the checkpoint it started from. */
-export interface VerifyFreshness {
-  checkedAt: string;
-  ageSeconds: number;
-  inProgress: boolean;
-  /** The last entry id of the keyed checkpoint the verdict continued from (0: from the first entry). */
-  verifiedFrom: number;
-}
-
-export type AuditVerifyResult = (
-  | { ok: true; entries: number; head: AuditHeadSummary }
-  | Extract<AuditVerification, { ok: false }>
-  /** No verdict yet: the walk has verified `entries` of `of` (through id lastId) and goes on at the next visit. */
-  | { ok: null; entries: number; lastId: number; of: number }
-) &
-  VerifyFreshness;
-
-/**
- * Verification off the request path of other callers. One walk at a time per replica,
- * from the newest keyed checkpoint (storage/audit.ts verifyIncremental), in chunks that
- * yield to the event loop, writing checkpoints as it goes. A visit waits for it at most
- * `waitMs` and answers the fresh verdict, or the last one with its age and the walk's
- * progress. The walk goes on only while someone waits for it (a visit, or the periodic
- * `step`): a visit that has been answered stops it at the next chunk; its progress is
- * kept as a checkpoint, so the next visit continues from there.
- */
-export function auditVerifier(deps: { store: Pick<Store, 'audit'>; waitMs: number; chunk?: number; now?: () => number }) {
-  const { store, waitMs } = deps;
-  const now = deps.now ?? Date.now;
-  let waiting = 0;
-  let running: Promise<IncrementalVerification> | undefined;
-  let last: { result: IncrementalVerification; at: number } | undefined;
-  let progress: { entries: number; lastId: number; of: number; from: number } | undefined;
-
-  function start(): Promise<IncrementalVerification> {
-    running ??= store.audit
-      .verifyIncremental({
-        write: true,
-        chunk: deps.chunk,
-        shouldContinue: () => waiting > 0,
-        onProgress: (p) => {
-          progress = { ...p, from: progress?.from ?? 0 };
-        },
-      })
-      .then((r) => {
-        if (r.complete) last = { result: r, at: now() };
-        else progress = { entries: r.entries, lastId: r.lastId, of: r.of, from: r.from };
-        return r;
-      })
-      .finally(() => {
-        running = undefined;
-      });
-    return running;
-  }
-
-  /** Waits for a walk at most `ms` (a failed walk fails the wait: a fault is a 503). */
-  async function waitFor(ms: number): Promise<IncrementalVerification | undefined> {
-    waiting++;
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      return await Promise.race([start(), new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)))]);
-    } finally {
-      clearTimeout(timer);
-      waiting--;
-    }
-  }
-
-  function answer(inProgress: boolean): AuditVerifyResult {
-    if (last) {
-      const r = last.result;
-      const fresh: VerifyFreshness = {
-        checkedAt: new Date(last.at).toISOString(),
-        ageSeconds: Math.max(0, Math.round((now() - last.at) / 1000)),
-        inProgress,
-        verifiedFrom: r.from,
-      };
-      if (r.ok === true) return { ok: true, entries: r.entries, head: headSummary(r.head), ...fresh };
-      if (r.ok === false) {
-        const { complete: _c, from: _f, read: _r, ...broken } = r;
-        return { ...broken, ...fresh };
-      }
-    }
-    const p = progress ?? { entries: 0, lastId: 0, of: 0, from: 0 };
-    return { ok: null, entries: p.entries, lastId: p.lastId, of: p.of, checkedAt: new Date(now()).toISOString(), ageSeconds: 0, inProgress, verifiedFrom: p.from };
-  }
-
-  return {
-    /** The route: a bounded incremental step, then the freshest verdict there is. */
-    async verify(): Promise<AuditVerifyResult> {
-      const r = await waitFor(waitMs);
-      return answer(r === undefined || !r.complete ? running !== undefined : false);
-    },
-    /** A periodic step (retention, a timer): walks until done, then the verdict. */
-    async step(): Promise<IncrementalVerification> {
-      waiting++;
-      try {
-        return await start();
-      } finally {
-        waiting--;
-      }
-    },
-  };
-}
-export type AuditVerifier = ReturnType<typeof auditVerifier>;
-
 export interface AuditDeps {
   store: Pick<Store, 'audit'>;
   access: Pick<AccessControl, 'authorize'>;
-  verifier: Pick<AuditVerifier, 'verify'>;
+  verifier: Pick<AuditVerifier, 'verify' | 'requestFull'>;
 }
 
 export type AuditQuery = Omit<AuditFilter, 'offset' | 'limit'> & { offset?: number; limit?: number };
@@ -331,12 +225,18 @@ export function auditDomain(deps: AuditDeps) {
     },
 
     /**
-     * The chain from the newest keyed checkpoint to its anchor, within a bounded wait (see
-     * auditVerifier); superadmin only.
+     * The chain from the newest keyed checkpoint to its anchor, within a bounded wait,
+     * beside the latest background full walk (see auditVerifier.ts); superadmin only.
      */
     async verify(actor: Actor | SystemActor): Promise<AuditVerifyResult> {
       requireOrgAdmin(actor);
       return verifier.verify();
+    },
+
+    /** Asks for a full walk of every entry and checkpoint now, in the background: its run id (superadmin only). */
+    requestFullVerify(actor: Actor | SystemActor): { runId: string } {
+      requireOrgAdmin(actor);
+      return verifier.requestFull();
     },
   };
 }

@@ -21,8 +21,8 @@ for (const backend of BACKENDS) {
     const first = await startService(parseConfig(env), quietLog);
     let url = `http://127.0.0.1:${first.port}`;
     const seeded = await seedHomelab(first.services);
-    const [revokedLongAgo, expiredLongAgo, revokedRecently, expiredRecently, live] = await Promise.all(
-      [1, 2, 3, 4, 5].map(() => login(url, seeded)),
+    const [revokedLongAgo, expiredLongAgo, revokedRecently, expiredRecently, live, usedUp] = await Promise.all(
+      [1, 2, 3, 4, 5, 6].map(() => login(url, seeded)),
     );
     for (const token of [revokedLongAgo!, revokedRecently!]) {
       const r = await request(`${url}/api/v1/auth/token/revoke`, { method: 'POST', json: { accessToken: token } });
@@ -33,6 +33,8 @@ for (const backend of BACKENDS) {
     await sql`update identity_access_tokens set revoked_at = now() - interval '25 hours' where id = ${tokenId(revokedLongAgo!)}`;
     await sql`update identity_access_tokens set expires_at = now() - interval '25 hours' where id = ${tokenId(expiredLongAgo!)}`;
     await sql`update identity_access_tokens set expires_at = now() - interval '1 hour' where id = ${tokenId(expiredRecently!)}`;
+    // A token with a use limit, used up: never accepted again.
+    await sql`update identity_access_tokens set num_uses_limit = 2, num_uses = 2 where id = ${tokenId(usedUp!)}`;
     await first.close();
 
     // A new start sweeps at once.
@@ -42,12 +44,12 @@ for (const backend of BACKENDS) {
     t.teardown(() => svc.close());
     const services = svc.services;
     url = `http://127.0.0.1:${svc.port}`;
-    t.equal(await swept, 'access tokens: deleted 4 revoked or expired', 'counts only');
+    t.equal(await swept, 'access tokens: deleted 5 revoked, expired or used up', 'counts only');
     const remaining = await services.store.sql<{ id: string }[]>`select id from identity_access_tokens order by id`;
     t.same(
       remaining.map((r) => r.id),
       [live!].map(tokenId),
-      'only the live row stays: revoked and expired ones go at the next sweep, however recent',
+      'only the live row stays: revoked, expired and used-up ones go at the next sweep, however recent',
     );
 
     const read = (token: string) => request(`${url}/api/v3/secrets/raw?${ESO_LIST_QUERY}`, { token });

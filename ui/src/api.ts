@@ -243,11 +243,18 @@ export interface AuditLog {
   ipAddress: string | null;
   createdAt: string;
 }
-/** When the verdict was reached (the server verifies incrementally, off the request path). */
+/** The server's latest full walk of every entry and checkpoint (it runs in the background, never per visit). */
+export interface FullWalk {
+  last: { runId: string; finishedAt: string; ageSeconds: number; ok: boolean; entries: number; read: number; brokenAt: number | null; reason: string | null } | null;
+  recordInvalid?: true;
+  running: { runId: string; startedAt: string; entries: number; of: number } | null;
+}
+/** When the verdict was reached (the server verifies incrementally from a checkpoint on each visit). */
 interface VerifyFreshness {
   checkedAt?: string;
   ageSeconds?: number;
   inProgress?: boolean;
+  fullWalk?: FullWalk;
 }
 export type AuditVerify = (
   | { ok: true; entries: number; head?: { entries: number; lastId: number; mac: string } }
