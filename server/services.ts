@@ -119,11 +119,12 @@ export interface ServiceHooks {
 }
 
 /**
- * Access-token and session rows leave the table once revoked or expired, at the next sweep
- * (every minute): the table holds the live ones (issue 31 point 4). The audit trail keeps
- * who logged in and who revoked what.
+ * Access-token rows leave the table 10 minutes after they are revoked or expire (a retried
+ * revoke, as ESO sends, is still answered 200 meanwhile), used-up ones and sessions at the
+ * next sweep (every minute): the tables hold the live ones plus 10 minutes of churn
+ * (issue 31 point 4). The audit trail keeps who logged in and who revoked what.
  */
-const ACCESS_TOKEN_GRACE_SECONDS = 0;
+const ACCESS_TOKEN_GRACE_SECONDS = 600;
 const ACCESS_TOKEN_SWEEP_MS = 60_000;
 /** How often the end of temporary memberships is written into the audit trail (the end itself is enforced at use). */
 const MEMBERSHIP_EXPIRY_SWEEP_MS = 60_000;
