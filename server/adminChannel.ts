@@ -40,8 +40,11 @@ export function serviceHandlers(services: Pick<Services, 'db' | 'store' | 'users
   return {
     backup: services.db.backup,
     async auditVerify(recordedHead) {
-      const r = await services.store.audit.verify({ recordedHead });
-      return r.ok ? { ...r, head: headSummary(r.head) } : r;
+      // Every entry and checkpoint, in short statements that let the service's other callers in between.
+      const r = await services.store.auditVerify.full({ recordedHead });
+      if (!r.complete) throw new AppError('UNAVAILABLE', 'the service is shutting down');
+      const { complete: _c, read: _r, checkpoints: _p, newestCheckpoint: _n, ...v } = r;
+      return v.ok ? { ...v, head: headSummary(v.head) } : v;
     },
     async resetPassword(email, password) {
       const user = await services.users.resetPassword(SYSTEM, { email }, password);

@@ -68,6 +68,7 @@ const schema = z.object({
   COOKIE_SECURE: setting(z.enum(['auto', 'always', 'never']).default('auto')),
   LOG_LEVEL: setting(z.enum(LOG_LEVELS).default('info')),
   AUDIT_HEAD_LOG_EVERY: setting(integer(1).default(1000)),
+  AUDIT_FULL_VERIFY_INTERVAL_SECONDS: setting(integer(0).default(86400)),
   EVENTS_MAX_AGE_HOURS: setting(integer(1, 24 * 365).default(168)),
   EVENTS_MAX_PER_PROJECT: setting(integer(100, 10_000_000).default(10_000)),
   EVENTS_MAX_CONNECTIONS: setting(integer(1, 1_000_000).default(2000)),
@@ -177,6 +178,8 @@ export interface Config {
   logLevel: LogLevel;
   /** The audit chain's head is logged every this many entries (and at shutdown). */
   auditHeadLogEvery: number;
+  /** A background full walk of the audit chain at start-up and every this many ms (0: only when asked). */
+  auditFullVerifyIntervalMs: number;
   /** Change events (issue 30): retention, SSE caps and timers. */
   events: {
     maxAgeHours: number;
@@ -282,6 +285,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     cookieSecure: e.COOKIE_SECURE,
     logLevel: e.LOG_LEVEL,
     auditHeadLogEvery: e.AUDIT_HEAD_LOG_EVERY,
+    auditFullVerifyIntervalMs: e.AUDIT_FULL_VERIFY_INTERVAL_SECONDS * 1000,
     events: {
       maxAgeHours: e.EVENTS_MAX_AGE_HOURS,
       maxPerProject: e.EVENTS_MAX_PER_PROJECT,

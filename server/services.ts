@@ -8,6 +8,7 @@ import { redisTransport } from '../storage/tls.js';
 import { createStore, type Store } from '../storage/index.js';
 import { sweepAccessTokens, sweepLoginFailures } from '../storage/identities.js';
 import { pruneEvents } from '../storage/events.js';
+import { pruneUserSessions } from '../storage/sessionPrune.js';
 import { loadMigrations, migrate } from '../storage/migrate.js';
 import { authenticator, type Authenticator } from './auth/authenticate.js';
 import { sourceBudget } from './auth/loginSources.js';
@@ -15,6 +16,7 @@ import { deriveAuthKeys } from './auth/tokens.js';
 import { rootKeySpec, setupCodeRequired, type Config } from './config.js';
 import { accessControl, type AccessControl } from './domain/access.js';
 import { auditDomain, auditHeadLog, openAuditKey, TRAIL_MISSING_WARNING, type AuditDomain } from './domain/audit.js';
+import { auditVerifier, type AuditVerifier } from './domain/auditVerifier.js';
 import { CACHE_SWEEP_MS, createCaches, topics, type Caches } from './domain/caches.js';
 import { environmentsDomain, type EnvironmentsDomain } from './domain/environments.js';
 import { eventHub, type EventHub } from './domain/eventHub.js';
@@ -79,6 +81,8 @@ export interface Services {
   webhooks: WebhooksDomain;
   webhookWorker: WebhookWorker;
   audit: AuditDomain;
+  /** Incremental verification on request, full walks in the background (domain/auditVerifier.ts). */
+  auditVerifier: AuditVerifier;
   users: UsersDomain;
   auth: Authenticator;
   config: Pick<Config, 'sessionTtlSeconds' | 'cookieSecure'>;
@@ -129,9 +133,14 @@ export interface ServiceHooks {
   auditChain?(ok: boolean, verifiedAt?: Date): void;
 }
 
-/** Access-token rows are kept this long after revocation or expiry (for inspection), then deleted. */
-const ACCESS_TOKEN_GRACE_SECONDS = 24 * 3600;
-const ACCESS_TOKEN_SWEEP_MS = 5 * 60_000;
+/**
+ * Access-token rows leave the table 10 minutes after they are revoked or expire (a retried
+ * revoke, as ESO sends, is still answered 200 meanwhile), used-up ones and sessions at the
+ * next sweep (every minute): the tables hold the live ones plus 10 minutes of churn
+ * (issue 31 point 4). The audit trail keeps who logged in and who revoked what.
+ */
+const ACCESS_TOKEN_GRACE_SECONDS = 600;
+const ACCESS_TOKEN_SWEEP_MS = 60_000;
 /** How often the end of temporary memberships is written into the audit trail (the end itself is enforced at use). */
 const MEMBERSHIP_EXPIRY_SWEEP_MS = 60_000;
 /** A host whose wall clock is this far from the database's is named in the log (nothing depends on it: see storage/clock.ts). */
@@ -208,7 +217,8 @@ function observedAudit(audit: AuditDomain, hooks: ServiceHooks): AuditDomain {
     ...audit,
     async verify(actor) {
       const r = await audit.verify(actor);
-      report(r.ok, new Date());
+      // null: nothing verified yet (no walk has finished); the gauges stay absent then.
+      if (r.ok !== null) report(r.ok, new Date());
       return r;
     },
   };
@@ -314,8 +324,10 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
 
     const sweep = periodically(ACCESS_TOKEN_SWEEP_MS, async () => {
       const deleted = await sweepAccessTokens(db.sql, { graceSeconds: ACCESS_TOKEN_GRACE_SECONDS });
-      if (deleted > 0) log.info({ event: 'access-token-sweep', deleted }, `access tokens: deleted ${deleted} revoked or expired more than a day ago`);
+      if (deleted > 0) log.info({ event: 'access-token-sweep', deleted }, `access tokens: deleted ${deleted} revoked, expired or used up`);
       await sweepLoginFailures(db.sql, { olderThanSeconds: Math.max(ACCESS_TOKEN_GRACE_SECONDS, config.loginLockoutSeconds) });
+      const sessions = await pruneUserSessions(db.sql);
+      if (sessions > 0) log.info({ event: 'session-prune', deleted: sessions }, `sessions: deleted ${sessions} revoked or expired`);
     }, (err) => log.warn({ event: 'access-token-sweep', err: describe(err) }, `access tokens: sweep failed (${describe(err)}); retrying later`));
     cleanups.push(sweep.stop);
 
@@ -348,6 +360,12 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       if (deleted > 0) log.info({ event: 'events-prune', deleted }, `change events: pruned ${deleted}`);
     }, (err) => log.warn({ event: 'events-prune', err: describe(err) }, `change events: prune failed (${describe(err)}); retrying later`));
     cleanups.push(prune.stop);
+
+    // A visit of the verify route waits at most this long for the incremental walk; the
+    // full walk runs in the background (at start-up, every AUDIT_FULL_VERIFY_INTERVAL_SECONDS).
+    const verifier = auditVerifier({ store, waitMs: Math.min(2000, Math.floor(config.requestDeadlineMs / 2)), log });
+    verifier.startBackground(config.auditFullVerifyIntervalMs);
+    cleanups.push(verifier.close);
     const changes = writePipeline({
       store,
       bus,
@@ -496,7 +514,8 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       roles: rolesDomain({ store, access, changes }),
       webhooks,
       webhookWorker: deliveries,
-      audit: observedAudit(auditDomain({ store, access }), hooks),
+      audit: observedAudit(auditDomain({ store, access, verifier }), hooks),
+      auditVerifier: verifier,
       close,
     };
   } catch (err) {

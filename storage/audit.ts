@@ -159,7 +159,7 @@ export interface AuditHead {
   trailMissing: boolean;
 }
 
-interface AnchorRow extends AuditHead {
+export interface AnchorRow extends AuditHead {
   mac: Buffer;
 }
 
@@ -175,7 +175,11 @@ interface AnchorRow extends AuditHead {
  * left (the whole trail, its key and its anchor had been deleted); `legacy-unrecorded`
  * entries claim to predate the keyed chain that the instance never recorded as such
  * (brokenAt names the first; null when recorded ones are missing): the trail was
- * rewritten as a pre-keyed chain.
+ * rewritten as a pre-keyed chain; `checkpoint-invalid` a keyed checkpoint (table
+ * audit_checkpoints, brokenAt its last id) does not verify: it was forged or edited;
+ * `checkpoint-ahead` a valid checkpoint vouches for entries beyond the anchor: the newest
+ * entries and the anchor were rolled back; `checkpoint-missing` a keyed checkpoint was
+ * deleted (brokenAt: the checkpoint whose predecessor is gone, or the newest one known).
  */
 export type AuditBreak =
   | 'entry'
@@ -184,7 +188,10 @@ export type AuditBreak =
   | 'head-mismatch'
   | 'recorded-head-missing'
   | 'trail-missing'
-  | 'legacy-unrecorded';
+  | 'legacy-unrecorded'
+  | 'checkpoint-invalid'
+  | 'checkpoint-ahead'
+  | 'checkpoint-missing';
 
 export type AuditVerification =
   | { ok: true; entries: number; head: AuditHead }
@@ -216,7 +223,7 @@ export class AuditChainError extends Error {
 // What an entry's MAC covers: every column, in the forms the database gives them back
 // (microseconds of the time, the uuid's lower-case text, jsonb's own text of the
 // metadata), which an append knows before it writes the row.
-interface ChainRow {
+export interface ChainRow {
   id: number;
   prevHash: Buffer;
   hash: Buffer;
@@ -239,7 +246,7 @@ interface ChainRow {
   metadata: Record<string, unknown>;
 }
 
-function chainColumns(sql: Queryable) {
+export function chainColumns(sql: Queryable) {
   return sql`id, prev_hash, hash, chain, (extract(epoch from at) * 1000000)::bigint as at_us, actor_type, actor_id,
     event_type, project_id::text as project_id, environment, secret_path, secret_key, secret_version,
     metadata::text as metadata_text, ip, key_id, at, metadata`;
@@ -275,6 +282,10 @@ function headMessage(h: Omit<AuditHead, 'lastMac'>, last: ChainRow | undefined):
   return JSON.stringify([HEAD_LABEL, h.keyId, h.entries, h.legacyEntries, h.lastId, link, ...(h.trailMissing ? ['trail-missing'] : [])]);
 }
 
+/** A row as the chain reads it, and the messages an entry's and the head's MACs cover: for tools and tests that build a chain. */
+export type AuditChainRow = ChainRow;
+export const chainMessages = { entry: entryMessage, head: headMessage };
+
 /** The rule of entries written before the chain was keyed (chain = 1); unchanged. */
 function legacyEntryHash(prev: Buffer, r: ChainRow): Buffer {
   const canonical = JSON.stringify([
@@ -295,7 +306,7 @@ function legacyEntryHash(prev: Buffer, r: ChainRow): Buffer {
   return createHash('sha256').update(prev).update(canonical).digest();
 }
 
-const sameBytes = (a: Buffer, b: Buffer) => a.length === b.length && timingSafeEqual(a, b);
+export const sameBytes = (a: Buffer, b: Buffer) => a.length === b.length && timingSafeEqual(a, b);
 
 /**
  * A keyless running digest of the whole chain (every entry's content, link and hash), from
@@ -348,9 +359,9 @@ async function anchorHolds(key: AuditKey, a: AnchorRow, sql: Queryable): Promise
   return true;
 }
 
-const ANCHOR_COLUMNS = 'key_id, entries, legacy_entries, last_id, last_mac, mac, trail_missing';
+export const ANCHOR_COLUMNS = 'key_id, entries, legacy_entries, last_id, last_mac, mac, trail_missing';
 
-async function readAnchor(sql: Queryable): Promise<AnchorRow | undefined> {
+export async function readAnchor(sql: Queryable): Promise<AnchorRow | undefined> {
   const [row] = await sql<AnchorRow[]>`select ${sql.unsafe(ANCHOR_COLUMNS)} from audit_chain_head where id = 1`;
   return row;
 }
@@ -680,67 +691,107 @@ async function verifyChain(
   recorded: { lastId: number; macPrefix: string } | undefined,
 ): Promise<AuditVerification & { digest: Buffer }> {
   const anchor = await readAnchor(sql);
-  let digest: Buffer = GENESIS;
-  let pending: number | undefined;
-  let prev: Buffer = GENESIS;
-  let entries = 0;
-  let legacy = 0;
-  let lastId = 0;
-  let keyedSeen = false;
-  let recordedFound = false;
-  let brokenAt: number | undefined;
-  let last: ChainRow | undefined;
-  let unrecordedAt: number | undefined;
+  const state = genesisState();
   // Pulled batch by batch: postgres.js does not await a cursor callback's last, partial batch.
   for await (const rows of sql<ChainRow[]>`select ${chainColumns(sql)} from audit_log order by id`.cursor(VERIFY_BATCH)) {
-    // Each MAC depends on stored values only: a batch goes to the workers at once.
-    const keyed = brokenAt === undefined ? rows.filter((r) => r.chain === KEYED && r.keyId === key.keyId) : [];
-    const macOf = new Map<ChainRow, Buffer>();
-    if (keyed.length) (await key.macs(keyed.map(entryMessage))).forEach((m, i) => macOf.set(keyed[i]!, m));
-    rows.forEach((r) => {
-      entries++;
-      if (brokenAt !== undefined) return;
-      let holds: boolean;
-      if (r.chain === LEGACY) {
-        // Legacy entries all come before the first keyed one.
-        holds = !keyedSeen && r.hash.equals(legacyEntryHash(prev, r));
-        legacy++;
-        // And they are the ones the instance recorded when it was upgraded, no other.
-        const rec = key.legacy;
-        if (holds && rec && (legacy > rec.entries || r.id > rec.lastId || (r.id === rec.lastId && r.hash.toString('hex') !== rec.head))) {
-          unrecordedAt = r.id;
-          brokenAt = r.id;
-          return;
-        }
-      } else if (r.chain === KEYED && r.keyId === key.keyId) {
-        keyedSeen = true;
-        holds = sameBytes(r.hash, macOf.get(r)!);
-        // A checkpoint vouches for every entry before it, by their digest.
-        if (holds && r.eventType === AUDIT_KEY_CHECKPOINT) {
-          if (r.metadata.digest === digest.toString('hex')) pending = undefined;
-          else holds = false;
-        }
-      } else if (r.chain === KEYED) {
-        keyedSeen = true;
-        holds = true;
-        pending ??= r.id;
-      } else {
-        holds = false;
-      }
-      if (!holds || !r.prevHash.equals(prev)) {
-        brokenAt = r.id;
-        return;
-      }
-      digest = chainDigest(digest, r);
-      if (recorded && r.id === recorded.lastId) recordedFound = r.hash.toString('hex').startsWith(recorded.macPrefix);
-      prev = r.hash;
-      lastId = r.id;
-      last = r;
-    });
+    await walkRows(state, rows, key, recorded);
   }
+  return finishChain(state, anchor, key, recorded);
+}
+
+/** Where a walk along the chain stands: everything needed to continue it from there. */
+export interface WalkState {
+  digest: Buffer;
+  pending: number | undefined;
+  prev: Buffer;
+  entries: number;
+  legacy: number;
+  lastId: number;
+  keyedSeen: boolean;
+  recordedFound: boolean;
+  brokenAt: number | undefined;
+  last: ChainRow | undefined;
+  unrecordedAt: number | undefined;
+  /** Rows of audit_log this walk read. */
+  read: number;
+}
+
+export const genesisState = (): WalkState => ({
+  digest: GENESIS,
+  pending: undefined,
+  prev: GENESIS,
+  entries: 0,
+  legacy: 0,
+  lastId: 0,
+  keyedSeen: false,
+  recordedFound: false,
+  brokenAt: undefined,
+  last: undefined,
+  unrecordedAt: undefined,
+  read: 0,
+});
+
+/** Extends `s` over `rows` (the next ones by id). Rows after a break are only counted. */
+export async function walkRows(s: WalkState, rows: ChainRow[], key: AuditKey, recorded: { lastId: number; macPrefix: string } | undefined): Promise<void> {
+  s.read += rows.length;
+  // Each MAC depends on stored values only: a batch goes to the workers at once.
+  const keyed = s.brokenAt === undefined ? rows.filter((r) => r.chain === KEYED && r.keyId === key.keyId) : [];
+  const macOf = new Map<ChainRow, Buffer>();
+  if (keyed.length) (await key.macs(keyed.map(entryMessage))).forEach((m, i) => macOf.set(keyed[i]!, m));
+  for (const r of rows) {
+    s.entries++;
+    if (s.brokenAt !== undefined) continue;
+    let holds: boolean;
+    if (r.chain === LEGACY) {
+      // Legacy entries all come before the first keyed one.
+      holds = !s.keyedSeen && r.hash.equals(legacyEntryHash(s.prev, r));
+      s.legacy++;
+      // And they are the ones the instance recorded when it was upgraded, no other.
+      const rec = key.legacy;
+      if (holds && rec && (s.legacy > rec.entries || r.id > rec.lastId || (r.id === rec.lastId && r.hash.toString('hex') !== rec.head))) {
+        s.unrecordedAt = r.id;
+        s.brokenAt = r.id;
+        continue;
+      }
+    } else if (r.chain === KEYED && r.keyId === key.keyId) {
+      s.keyedSeen = true;
+      holds = sameBytes(r.hash, macOf.get(r)!);
+      // A checkpoint entry vouches for every entry before it, by their digest.
+      if (holds && r.eventType === AUDIT_KEY_CHECKPOINT) {
+        if (r.metadata.digest === s.digest.toString('hex')) s.pending = undefined;
+        else holds = false;
+      }
+    } else if (r.chain === KEYED) {
+      s.keyedSeen = true;
+      holds = true;
+      s.pending ??= r.id;
+    } else {
+      holds = false;
+    }
+    if (!holds || !r.prevHash.equals(s.prev)) {
+      s.brokenAt = r.id;
+      continue;
+    }
+    s.digest = chainDigest(s.digest, r);
+    if (recorded && r.id === recorded.lastId) s.recordedFound = r.hash.toString('hex').startsWith(recorded.macPrefix);
+    s.prev = r.hash;
+    s.lastId = r.id;
+    s.last = r;
+  }
+}
+
+/** The verdict once a walk reached the end of the chain: the entries, then the anchor. */
+export async function finishChain(
+  s: WalkState,
+  anchor: AnchorRow | undefined,
+  key: AuditKey,
+  recorded: { lastId: number; macPrefix: string } | undefined,
+): Promise<AuditVerification & { digest: Buffer }> {
+  const { entries, legacy, lastId, prev, last, digest } = s;
+  let brokenAt = s.brokenAt;
   const broken = (at: number | null, reason: AuditBreak) => ({ ok: false as const, entries, brokenAt: at, reason, digest });
-  if (brokenAt === undefined && pending !== undefined) brokenAt = pending;
-  if (unrecordedAt !== undefined) return broken(unrecordedAt, 'legacy-unrecorded');
+  if (brokenAt === undefined && s.pending !== undefined) brokenAt = s.pending;
+  if (s.unrecordedAt !== undefined) return broken(s.unrecordedAt, 'legacy-unrecorded');
   if (brokenAt !== undefined) return broken(brokenAt, 'entry');
   // Fewer legacy entries than recorded: some were removed (with the anchor, re-made).
   if (key.legacy && legacy !== key.legacy.entries) return broken(null, 'legacy-unrecorded');
@@ -755,7 +806,7 @@ async function verifyChain(
   }
   // Same end, but the MAC does not hold: the anchor itself (its MAC or key) was edited.
   if (!anchorMacHolds) return broken(null, 'anchor-invalid');
-  if (recorded && !recordedFound) return broken(null, 'recorded-head-missing');
+  if (recorded && !s.recordedFound) return broken(null, 'recorded-head-missing');
   // Every entry and the anchor hold, but the chain began where a deleted trail ended.
   if (anchor.trailMissing) return broken(null, 'trail-missing');
   return {

@@ -492,7 +492,7 @@ export async function sweepLoginFailures(sql: Sql, opts: { olderThanSeconds: num
 }
 
 /**
- * Deletes access-token rows revoked or expired more than `graceSeconds` ago (one row
+ * Deletes access-token rows revoked or expired more than `graceSeconds` ago, and used-up ones (one row
  * per login would otherwise pile up forever: ESO logs in on every sync), in batches so
  * no statement holds many row locks, and returns how many went. Deleting can never
  * make a token valid again: a request is accepted only when its token's row exists,
@@ -512,6 +512,8 @@ export async function sweepAccessTokens(sql: Sql, opts: { graceSeconds: number; 
           select id from identity_access_tokens
           where expires_at < now() - make_interval(secs => ${opts.graceSeconds})
              or revoked_at < now() - make_interval(secs => ${opts.graceSeconds})
+             -- Used up: never accepted again (useAccessToken counts uses below the limit only).
+             or (num_uses_limit > 0 and num_uses >= num_uses_limit)
           limit ${batchSize})`;
       return result.count;
     });

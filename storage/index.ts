@@ -2,6 +2,7 @@
 // one transaction.
 import type { Queryable, Sql, Tx } from './db.js';
 import { auditStore, type AuditKey } from './audit.js';
+import { auditVerifyStore } from './auditCheckpoints.js';
 import { eventsStore } from './events.js';
 import { foldersStore } from './folders.js';
 import { identitiesStore } from './identities.js';
@@ -38,6 +39,7 @@ function bind(sql: Queryable, opts: StoreOptions) {
     memberships: membershipsStore(sql, opts.privilegeKey),
     projectRoles: projectRolesStore(sql, opts.privilegeKey),
     audit: auditStore(sql, opts.auditKey),
+    auditVerify: auditVerifyStore(sql, opts.auditKey),
     users: usersStore(sql, opts.privilegeKey),
     loginAttempts: loginAttemptsStore(sql),
     webhooks: webhooksStore(sql),

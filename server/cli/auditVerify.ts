@@ -3,7 +3,7 @@
 // the head for the operator to record out of band. Read-only.
 import { createCrypto, type Crypto } from '../../crypto/index.js';
 import { createStore } from '../../storage/index.js';
-import type { AuditVerification } from '../../storage/audit.js';
+import type { FullVerification } from '../../storage/auditCheckpoints.js';
 import { AUDIT_HEAD_MAC_CHARS, AuditTrailError, headSummary, loadAuditKey } from '../domain/audit.js';
 import { openKeyring, WrongEncryptionKeyError } from '../domain/keyring.js';
 import { CliError, EXIT_FAILURE, EXIT_OK, UsageError, parse, type Command, type Context } from './command.js';
@@ -11,24 +11,31 @@ import { rootKeySpec } from '../config.js';
 import type { RemoteAuditVerification } from '../adminChannel.js';
 import { askRunningService, databaseTarget, describeTarget, openDatabase, serviceConfig } from './database.js';
 
-const HELP = `Usage: vault-standalone audit-verify [--recorded-head ID:MAC]
+const HELP = `Usage: vault-standalone audit-verify [--full] [--recorded-head ID:MAC]
 
-Recomputes the audit trail from its first entry: every entry's MAC (HMAC-SHA-256 under
+Recomputes the audit trail from its first entry (or from the prune boundary, when old
+entries were archived by retention): every entry's MAC (HMAC-SHA-256 under
 the audit key, held by the crypto workers) over its content and its predecessor's MAC,
 every link, and the head anchor (entry count, last id and last MAC, itself MACed). An
 edited, inserted or deleted row, the newest ones included, and an edited anchor are
-reported. Entries written before the chain was keyed are checked by their plain SHA-256
-chain; the anchor pins how many there are. Read-only.
+each named. Every keyed checkpoint (table audit_checkpoints, what the service's
+incremental verification continues from) is checked too: its MAC, its link to the one
+before it, and that the chain is what it vouches for; an edited, forged or deleted
+checkpoint is named.
 
-What it cannot see alone: the whole table and its anchor replaced by an older copy (a
-rollback). Record the printed head elsewhere (a ticket, a log shipped off the host) and
-pass it later as --recorded-head: that entry must still be in the chain, unchanged.
+With --recorded-head (a head printed earlier), also checks that this entry is still in
+the chain with that MAC: a restore of an older copy of the whole trail is then caught.
 
 Environment: the service's own: ENCRYPTION_KEY, and DATABASE_URL (or DATA_DIR for the
 embedded database). With the embedded database, a running service is asked over its
-admin socket (DATA_DIR/run/admin.sock) and verifies with its own key.
+admin socket (DATA_DIR/run/admin.sock) and walks the trail with its own key, in short
+statements between which it goes on serving.
+
+The walk is always full (--full is accepted, for clarity): the service's own checks are
+incremental on request and full in the background (AUDIT_FULL_VERIFY_INTERVAL_SECONDS).
 
 Options:
+  --full                  walk every entry and checkpoint (the default)
   --recorded-head ID:MAC  an earlier head: entry id and the MAC prefix printed with it
   -h, --help              this help
 
@@ -42,7 +49,7 @@ export const auditVerify: Command = {
   summary: 'verify the audit trail: every entry MAC, every link and the head anchor',
   help: HELP,
   async run(argv: string[], { env, io }: Context): Promise<number> {
-    const o = parse(argv, { 'recorded-head': { type: 'string' } });
+    const o = parse(argv, { 'recorded-head': { type: 'string' }, full: { type: 'boolean' } });
     if (o.help) {
       io.out(HELP);
       return EXIT_OK;
@@ -74,19 +81,24 @@ export const auditVerify: Command = {
       const versions = await boot.keys.rootKeyVersions();
       if (versions.length !== 1) throw new CliError(`data keys are wrapped under several root key versions (${versions.join(', ')})`);
       crypto = await createCrypto({ rootKeys: [rootKeySpec(config, versions[0]!)], threads: config.cryptoThreads });
-      let result: AuditVerification;
+      let result: FullVerification;
       try {
         // The canary exists, so this only reads: it proves ENCRYPTION_KEY is this database's key.
         const { record } = await openKeyring(boot, crypto);
         if (!record) throw new AuditTrailError('the instance has not been upgraded to this version yet: start the service (this version) once, then retry');
         // Legacy entries are those the instance recorded (sealed in its canary), no others.
         const auditKey = await loadAuditKey(boot, crypto, record.legacy);
-        result = await createStore(db.sql, { auditKey }).audit.verify({ recordedHead });
+        // Read-only: every entry and checkpoint; nothing is written.
+        result = await createStore(db.sql, { auditKey }).auditVerify.full({ recordedHead, pause: async () => {} });
       } catch (err) {
         if (err instanceof WrongEncryptionKeyError || err instanceof AuditTrailError) throw new CliError(err.message);
         throw err;
       }
-      for (const line of describeResult(result.ok ? { ...result, head: headSummary(result.head) } : result)) io.out(line);
+      if (!result.complete) throw new CliError('the walk stopped before the head'); // Never: nothing asks it to stop.
+      const { complete: _c, read, checkpoints, newestCheckpoint: _n, ...verdict } = result;
+      for (const line of describeResult(verdict.ok ? { ...verdict, head: headSummary(verdict.head) } : verdict)) io.out(line);
+      if (read !== verdict.entries) io.out(`  ${plural(verdict.entries - read, 'entry', 'entries')} before the prune boundary were archived by retention (audit-verify --archive FILE checks an archive)`);
+      if (checkpoints > 0) io.out(`  ${plural(checkpoints, 'keyed checkpoint', 'keyed checkpoints')} checked`);
       return result.ok ? EXIT_OK : EXIT_FAILURE;
     } finally {
       await crypto?.close().catch(() => {});
@@ -146,6 +158,20 @@ function describeResult(r: RemoteAuditVerification): string[] {
         `audit chain BROKEN${r.brokenAt === null ? '' : ` at entry id ${r.brokenAt}`} (${walked}): entries claim to be written ` +
           'before the chain was keyed that this instance never recorded as such (or recorded ones are gone): the trail was ' +
           'rewritten as a keyless chain.',
+      ];
+    case 'checkpoint-invalid':
+      return [
+        `audit chain BROKEN: the keyed checkpoint at entry id ${r.brokenAt} (table audit_checkpoints) does not verify under ` +
+          'the audit key, or does not match the chain where it stands: it was forged or edited.',
+      ];
+    case 'checkpoint-missing':
+      return [
+        `audit chain BROKEN: a keyed checkpoint before the one at entry id ${r.brokenAt} (table audit_checkpoints) was deleted.`,
+      ];
+    case 'checkpoint-ahead':
+      return [
+        `audit chain BROKEN: a valid keyed checkpoint vouches for entries through id ${r.brokenAt}, beyond the anchor: ` +
+          'the newest entries (with the anchor) were removed or rolled back.',
       ];
   }
 }

@@ -5,9 +5,17 @@
 import { randomUUID } from 'node:crypto';
 import type { Crypto } from '../../crypto/index.js';
 import type { Store } from '../../storage/index.js';
-import { AuditChainError, type AuditFilter, type AuditHead, type AuditKey, type AuditListRow, type AuditVerification, type LegacyRecord } from '../../storage/audit.js';
+import {
+  AuditChainError,
+  type AuditFilter,
+  type AuditHead,
+  type AuditKey,
+  type AuditListRow,
+  type LegacyRecord,
+} from '../../storage/audit.js';
 import { AppError } from '../errors.js';
 import { requireOrgAdmin, type AccessControl, type Actor, type SystemActor } from './access.js';
+import type { AuditVerifier, AuditVerifyResult } from './auditVerifier.js';
 import { dataKeyAad, WrongEncryptionKeyError, type InstanceRecord } from './keyring.js';
 
 /** The audit trail cannot be opened for writing: the service must not start. */
@@ -180,13 +188,10 @@ export function auditHeadLog(deps: { store: Pick<Store, 'audit'>; log: (line: st
 }
 export type AuditHeadLog = ReturnType<typeof auditHeadLog>;
 
-export type AuditVerifyResult =
-  | { ok: true; entries: number; head: AuditHeadSummary }
-  | Extract<AuditVerification, { ok: false }>;
-
 export interface AuditDeps {
   store: Pick<Store, 'audit'>;
   access: Pick<AccessControl, 'authorize'>;
+  verifier: Pick<AuditVerifier, 'verify' | 'requestFull'>;
 }
 
 export type AuditQuery = Omit<AuditFilter, 'offset' | 'limit'> & { offset?: number; limit?: number };
@@ -196,7 +201,7 @@ export const AUDIT_DEFAULT_LIMIT = 20;
 export const AUDIT_MAX_LIMIT = 1000;
 
 export function auditDomain(deps: AuditDeps) {
-  const { store, access } = deps;
+  const { store, access, verifier } = deps;
   return {
     async list(actor: Actor | SystemActor, q: AuditQuery): Promise<AuditListRow[]> {
       const superadmin = actor.kind === 'system' || (actor.kind === 'user' && actor.superadmin === true);
@@ -219,11 +224,19 @@ export function auditDomain(deps: AuditDeps) {
       return store.audit.list({ ...q, projectId, limit, offset });
     },
 
-    /** Recomputes the whole chain and checks its anchor (superadmin only: it reads every entry). */
+    /**
+     * The chain from the newest keyed checkpoint to its anchor, within a bounded wait,
+     * beside the latest background full walk (see auditVerifier.ts); superadmin only.
+     */
     async verify(actor: Actor | SystemActor): Promise<AuditVerifyResult> {
       requireOrgAdmin(actor);
-      const r = await store.audit.verify();
-      return r.ok ? { ok: true, entries: r.entries, head: headSummary(r.head) } : r;
+      return verifier.verify();
+    },
+
+    /** Asks for a full walk of every entry and checkpoint now, in the background: its run id (superadmin only). */
+    requestFullVerify(actor: Actor | SystemActor): { runId: string } {
+      requireOrgAdmin(actor);
+      return verifier.requestFull();
     },
   };
 }

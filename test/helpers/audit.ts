@@ -76,3 +76,75 @@ export async function restoreTrail(sql: Queryable, name: string): Promise<void> 
 export async function auditIds(sql: Queryable): Promise<number[]> {
   return (await sql<{ id: number }[]>`select id from audit_log order by id`).map((r) => r.id);
 }
+
+/**
+ * Appends `count` keyed entries straight into audit_log, each MACed with `mac` (the test's
+ * stand-in for the audit key) by the chain's own message rule, in statements of `batch`
+ * rows, then moves the anchor to the new end with a valid MAC: a long, correct trail in
+ * seconds instead of `count` appends. The anchor must exist (and be keyed with keyId).
+ */
+export async function bulkAppend(
+  sql: Queryable,
+  key: { keyId: string; mac: (message: string) => Buffer },
+  count: number,
+  batch = 20_000,
+): Promise<{ lastId: number; entries: number }> {
+  const { chainMessages } = await import('../../storage/audit.js');
+  const [a] = await sql<{ entries: number; legacyEntries: number; lastId: number; lastMac: Buffer; trailMissing: boolean }[]>`
+    select entries, legacy_entries, last_id, last_mac, trail_missing from audit_chain_head where id = 1`;
+  if (!a) throw new Error('bulkAppend: no anchor');
+  const at = new Date('2024-01-01T00:00:00.000Z');
+  let prev: Buffer = a.lastMac;
+  let id = Number(a.lastId);
+  let last: Parameters<typeof chainMessages.entry>[0] | undefined;
+  for (let done = 0; done < count; ) {
+    const n = Math.min(batch, count - done);
+    const ids: string[] = [];
+    const prevs: string[] = [];
+    const hashes: string[] = [];
+    for (let i = 0; i < n; i++) {
+      id++;
+      const row = {
+        id,
+        prevHash: prev,
+        hash: Buffer.alloc(0) as Buffer,
+        chain: 2,
+        atUs: at.getTime() * 1000,
+        actorType: 'system' as const,
+        actorId: null,
+        eventType: 'bulk-test',
+        projectId: null,
+        environment: null,
+        secretPath: null,
+        secretKey: `K${id}`,
+        secretVersion: null,
+        metadataText: '{}',
+        ip: null,
+        keyId: key.keyId,
+        at,
+        metadata: {},
+      };
+      const mac = key.mac(chainMessages.entry(row));
+      row.hash = mac;
+      ids.push(String(id));
+      prevs.push(prev.toString('hex'));
+      hashes.push(mac.toString('hex'));
+      prev = mac;
+      last = row;
+    }
+    await sql`insert into audit_log (id, at, actor_type, event_type, secret_key, metadata, prev_hash, hash, chain, key_id)
+      select e.id, ${at}::timestamptz, 'system', 'bulk-test', 'K' || e.id, '{}'::jsonb, decode(e.p, 'hex'), decode(e.h, 'hex'), 2, ${key.keyId}::uuid
+      from unnest(${ids}::bigint[], ${prevs}::text[], ${hashes}::text[]) as e(id, p, h)`;
+    done += n;
+  }
+  const head = {
+    keyId: key.keyId,
+    entries: Number(a.entries) + count,
+    legacyEntries: Number(a.legacyEntries),
+    lastId: id,
+    trailMissing: a.trailMissing,
+  };
+  const headMac = key.mac(chainMessages.head(head, last));
+  await sql`update audit_chain_head set entries = ${head.entries}, last_id = ${id}, last_mac = ${prev}, mac = ${headMac} where id = 1`;
+  return { lastId: id, entries: head.entries };
+}

@@ -21,8 +21,8 @@ for (const backend of BACKENDS) {
     const first = await startService(parseConfig(env), quietLog);
     let url = `http://127.0.0.1:${first.port}`;
     const seeded = await seedHomelab(first.services);
-    const [revokedLongAgo, expiredLongAgo, revokedRecently, expiredRecently, live] = await Promise.all(
-      [1, 2, 3, 4, 5].map(() => login(url, seeded)),
+    const [revokedLongAgo, expiredLongAgo, revokedRecently, expiredRecently, live, usedUp] = await Promise.all(
+      [1, 2, 3, 4, 5, 6].map(() => login(url, seeded)),
     );
     for (const token of [revokedLongAgo!, revokedRecently!]) {
       const r = await request(`${url}/api/v1/auth/token/revoke`, { method: 'POST', json: { accessToken: token } });
@@ -33,6 +33,8 @@ for (const backend of BACKENDS) {
     await sql`update identity_access_tokens set revoked_at = now() - interval '25 hours' where id = ${tokenId(revokedLongAgo!)}`;
     await sql`update identity_access_tokens set expires_at = now() - interval '25 hours' where id = ${tokenId(expiredLongAgo!)}`;
     await sql`update identity_access_tokens set expires_at = now() - interval '1 hour' where id = ${tokenId(expiredRecently!)}`;
+    // A token with a use limit, used up: never accepted again.
+    await sql`update identity_access_tokens set num_uses_limit = 2, num_uses = 2 where id = ${tokenId(usedUp!)}`;
     await first.close();
 
     // A new start sweeps at once.
@@ -42,12 +44,12 @@ for (const backend of BACKENDS) {
     t.teardown(() => svc.close());
     const services = svc.services;
     url = `http://127.0.0.1:${svc.port}`;
-    t.equal(await swept, 'access tokens: deleted 2 revoked or expired more than a day ago', 'counts only');
+    t.equal(await swept, 'access tokens: deleted 4 revoked, expired or used up', 'counts only');
     const remaining = await services.store.sql<{ id: string }[]>`select id from identity_access_tokens order by id`;
     t.same(
       remaining.map((r) => r.id),
-      [revokedRecently!, expiredRecently!, live!].map(tokenId).sort(),
-      'rows revoked or expired within the last day stay',
+      [revokedRecently!, live!].map(tokenId).sort(),
+      'the live row stays, and one revoked within 10 minutes (a retried revoke is answered 200); expired and used-up ones go',
     );
 
     const read = (token: string) => request(`${url}/api/v3/secrets/raw?${ESO_LIST_QUERY}`, { token });
@@ -69,7 +71,8 @@ for (const backend of BACKENDS) {
     t.equal((await read(revokedRecently!)).status, 401);
 
     // Two sweepers at once (two replicas) delete each row once; batches add up.
-    await services.store.sql`update identity_access_tokens set expires_at = now() - interval '2 days' where id <> ${tokenId(live!)}`;
+    const [a, b] = [await login(url, seeded), await login(url, seeded)];
+    await services.store.sql`update identity_access_tokens set expires_at = now() - interval '2 days' where id in (${tokenId(a)}, ${tokenId(b)})`;
     const counts = await Promise.all([
       sweepAccessTokens(services.store.sql, { graceSeconds: DAY, batchSize: 1 }),
       sweepAccessTokens(services.store.sql, { graceSeconds: DAY, batchSize: 1 }),

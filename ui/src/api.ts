@@ -257,10 +257,27 @@ export interface AuditLog {
   ipAddress: string | null;
   createdAt: string;
 }
-export type AuditVerify =
+/** The server's latest full walk of every entry and checkpoint (it runs in the background, never per visit). */
+export interface FullWalk {
+  last: { runId: string; finishedAt: string; ageSeconds: number; ok: boolean; entries: number; read: number; brokenAt: number | null; reason: string | null } | null;
+  recordInvalid?: true;
+  running: { runId: string; startedAt: string; entries: number; of: number } | null;
+}
+/** When the verdict was reached (the server verifies incrementally from a checkpoint on each visit). */
+interface VerifyFreshness {
+  checkedAt?: string;
+  ageSeconds?: number;
+  inProgress?: boolean;
+  fullWalk?: FullWalk;
+}
+export type AuditVerify = (
   | { ok: true; entries: number; head?: { entries: number; lastId: number; mac: string } }
   // brokenAt is null when every entry verifies but the head anchor does not (newest entries removed, anchor edited).
-  | { ok: false; brokenAt: number | null; entries: number; reason?: string };
+  | { ok: false; brokenAt: number | null; entries: number; reason?: string }
+  // No verdict yet: the server's walk has verified `entries` of `of` and goes on at the next visit.
+  | { ok: null; entries: number; of: number }
+) &
+  VerifyFreshness;
 
 export const ROLES = ['admin', 'member', 'viewer', 'no-access'] as const;
 

@@ -1,6 +1,10 @@
 // The audit trail: GET /api/v1/organization/audit-logs (newest first, filtered, paged)
-// and GET /api/v1/organization/audit-logs/verify (recompute the keyed chain, check its
-// anchor; the answer adds head, or reason, to the earlier { ok, entries, brokenAt }).
+// and GET /api/v1/organization/audit-logs/verify (the keyed chain from its newest keyed
+// checkpoint to its anchor, within a bounded wait, beside the latest background full walk:
+// server/domain/auditVerifier.ts; the answer adds head, or reason, to the earlier
+// { ok, entries, brokenAt }, says when each verdict was reached, and is not ok if either
+// walk found a break; ok null while no verdict exists yet); POST …/verify starts a full
+// walk now (202 with its run id).
 import { z } from 'zod';
 import type { AuditListRow } from '../../../storage/audit.js';
 import { isUuid } from '../../domain/access.js';
@@ -58,16 +62,46 @@ const auditLogSchema = z.object({
   updatedAt: isoString,
 });
 const headSchema = z.object({ entries: z.number().int(), legacyEntries: z.number().int(), lastId: z.number().int(), mac: z.string() });
+const range = z.object({ entries: z.number().int(), lastId: z.number().int() });
+const freshness = {
+  checkedAt: isoString,
+  ageSeconds: z.number().int(),
+  inProgress: z.boolean(),
+  verifiedFrom: z.number().int(),
+  incremental: z.object({ ok: z.boolean().nullable(), entries: z.number().int(), brokenAt: z.number().int().nullable().optional(), reason: z.string().optional() }),
+  fullWalk: z.object({
+    last: z
+      .object({
+        runId: z.string(),
+        startedAt: isoString,
+        finishedAt: isoString,
+        ageSeconds: z.number().int(),
+        ok: z.boolean(),
+        entries: z.number().int(),
+        read: z.number().int(),
+        checkpoints: z.number().int(),
+        brokenAt: z.number().int().nullable(),
+        reason: z.string().nullable(),
+        anchored: range.optional(),
+        found: range.optional(),
+      })
+      .nullable(),
+    recordInvalid: z.literal(true).optional(),
+    running: z.object({ runId: z.string(), startedAt: isoString, entries: z.number().int(), of: z.number().int() }).nullable(),
+  }),
+};
 const verifySchema = z.union([
-  z.object({ ok: z.literal(true), entries: z.number().int(), head: headSchema }),
+  z.object({ ok: z.literal(true), entries: z.number().int(), head: headSchema, ...freshness }),
   z.object({
     ok: z.literal(false),
     entries: z.number().int(),
     brokenAt: z.number().int().nullable(),
     reason: z.string(),
-    anchored: z.object({ entries: z.number().int(), lastId: z.number().int() }).optional(),
-    found: z.object({ entries: z.number().int(), lastId: z.number().int() }).optional(),
+    anchored: range.optional(),
+    found: range.optional(),
+    ...freshness,
   }),
+  z.object({ ok: z.null(), entries: z.number().int(), lastId: z.number().int(), of: z.number().int(), ...freshness }),
 ]);
 
 function actorJson(r: AuditListRow) {
@@ -119,7 +153,21 @@ export function registerAuditRoutes(api: Api, svc: Services) {
 
   api.get(
     '/api/v1/organization/audit-logs/verify',
-    { caller: 'any', summary: 'Recompute the keyed audit chain and check its anchor (superadmin)', response: verifySchema },
+    {
+      caller: 'any',
+      summary: 'Verify the keyed audit chain from its newest checkpoint to its anchor (a bounded wait), beside the latest background full walk (superadmin)',
+      response: verifySchema,
+    },
     async ({ actor }) => ({ body: await svc.audit.verify(actor) }),
+  );
+
+  api.post(
+    '/api/v1/organization/audit-logs/verify',
+    {
+      caller: 'any',
+      summary: 'Start a full walk of every audit entry and checkpoint in the background (after one running now); 202 with its run id (superadmin)',
+      response: z.object({ runId: z.string() }),
+    },
+    ({ actor }) => ({ status: 202, body: svc.audit.requestFullVerify(actor) }),
   );
 }

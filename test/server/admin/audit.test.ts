@@ -157,14 +157,35 @@ for (const backend of BACKENDS) {
 
       for (const token of [pAdmin.token, pMember.token, person.token]) {
         isError(t, await api(svc, 'GET', `${LOGS}/verify`, token), 403, 'PermissionDenied');
+        isError(t, await api(svc, 'POST', `${LOGS}/verify`, token), 403, 'PermissionDenied', undefined);
       }
       isError(t, await api(svc, 'GET', `${LOGS}/verify`), 401, 'UnauthorizedError');
+      isError(t, await api(svc, 'POST', `${LOGS}/verify`), 401, 'UnauthorizedError');
+      isError(t, await api(svc, 'POST', `${LOGS}/verify`, as, { full: true }), 422, undefined, undefined);
     });
 
+    // Each check asks for a full walk (POST: 202 with its run id), awaits that run's end
+    // (the verifier's promise, no sleep), then reads the verdict: the incremental walk's
+    // beside the full walk's, broken if either is. The verdict's own fields are compared
+    // below; the walks' details (times, progress) are checked here.
     const verify = async () => {
+      const started = await api(svc, 'POST', `${LOGS}/verify`, as);
+      if (started.status !== 202) throw new Error(`a full walk was not started: ${started.status} ${JSON.stringify(started.body)}`);
+      const runId = (started.body as { runId: string }).runId;
+      const outcome = await svc.services.auditVerifier.finished(runId);
+      if (!outcome || outcome.stopped) throw new Error(`full walk ${runId} did not finish`);
       const r = await api(svc, 'GET', `${LOGS}/verify`, as);
       if (r.status !== 200) throw new Error(`verify answered ${r.status}: ${JSON.stringify(r.body)}`);
-      return r.body;
+      const { checkedAt, ageSeconds, inProgress, verifiedFrom, incremental, fullWalk, ...verdict } = r.body as Record<string, unknown> & {
+        fullWalk: { last: { runId: string; ok: boolean } | null };
+        incremental: { ok: boolean | null };
+      };
+      if (fullWalk.last?.runId !== runId) throw new Error(`the verdict is not that of full walk ${runId}: ${JSON.stringify(fullWalk)}`);
+      if (typeof checkedAt !== 'string' || typeof ageSeconds !== 'number' || typeof inProgress !== 'boolean' || typeof verifiedFrom !== 'number') {
+        throw new Error(`freshness missing: ${JSON.stringify(r.body)}`);
+      }
+      if ((verdict.ok === true) !== (fullWalk.last.ok && incremental.ok === true)) throw new Error(`ok only when both walks are: ${JSON.stringify(r.body)}`);
+      return verdict;
     };
     const secretCount = async () => (await sql<{ n: number }[]>`select count(*)::int as n from secrets`)[0]!.n;
 

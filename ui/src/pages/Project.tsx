@@ -1,7 +1,7 @@
 // One project: header, tabs, and the Members, Audit and Settings screens
 // (Secrets lives in Secrets.tsx).
 import { createEffect, createMemo, createResource, createSignal, For, Match, on, Show, Switch, type JSX, type Resource } from 'solid-js';
-import { api, confirmationFlags, errorText, listIdentities, listPeople, personName, ROLES, type AuditLog, type ProjectRole, type AuditVerify, type IdentityMembership, type Project, type UserMembership } from '../api';
+import { api, confirmationFlags, errorText, listIdentities, listPeople, personName, ROLES, type AuditLog, type ProjectRole, type AuditVerify, type FullWalk, type IdentityMembership, type Project, type UserMembership } from '../api';
 import { Badge, Button, Confirm, ConfirmDelete, createAction, Empty, ErrorText, Field, formatDate, Icon, Link, Loaded, PageHead, Pager, submitWith, Table, TextField, useId, valueOf } from '../components';
 import { lastSecretsSearch, navigate } from '../router';
 import { user } from '../session';
@@ -361,6 +361,15 @@ const EVENT_TYPES = [
 ];
 const AUDIT_PAGE = 25;
 
+/** The server's stored full check of the whole chain (it runs in the background: a visit never starts one). */
+function fullWalkText(f: FullWalk): string {
+  const ago = (seconds: number) => (seconds < 90 ? 'just now' : seconds < 5400 ? `${Math.round(seconds / 60)} min ago` : `${Math.round(seconds / 3600)} h ago`);
+  const running = f.running ? ` · full check running (${f.running.entries} of ${f.running.of})` : '';
+  if (!f.last) return `Full check: not yet${running}`;
+  const verdict = f.last.ok ? 'ok' : `broken at entry ${f.last.brokenAt ?? 'head'}`;
+  return `Full check ${ago(f.last.ageSeconds)}: ${verdict}, ${f.last.read} entries read${running}`;
+}
+
 function AuditScreen(props: { project: Project }) {
   const [environment, setEnvironment] = createSignal('');
   const [secretPath, setSecretPath] = createSignal('');
@@ -408,6 +417,12 @@ function AuditScreen(props: { project: Project }) {
               <Match when={verify()?.ok === true}>
                 <Badge tone="good">
                   <Icon name="check" /> Chain verified · {verify()!.entries} entries
+                  {(verify()!.ageSeconds ?? 0) > 60 ? ` · checked ${Math.round(verify()!.ageSeconds! / 60)} min ago` : ''}
+                </Badge>
+              </Match>
+              <Match when={verify()?.ok === null}>
+                <Badge>
+                  Checking the chain: {verify()!.entries} of {(verify() as { of: number }).of} entries so far (continues at the next visit)
                 </Badge>
               </Match>
               <Match when={verify()?.ok === false}>
@@ -417,12 +432,15 @@ function AuditScreen(props: { project: Project }) {
                     ? 'Chain broken: the trail before it was deleted (the instance held data when the chain began)'
                     : (verify() as { reason?: string }).reason === 'legacy-unrecorded'
                       ? 'Chain broken: entries rewritten as written before the chain was keyed, which this instance never recorded'
+                      : (verify() as { reason?: string }).reason === 'full-walk-record-invalid'
+                        ? 'Chain not trusted: the stored result of the last full check was edited'
                       : (verify() as { brokenAt: number | null }).brokenAt === null
                       ? 'Chain broken at its head: newest entries removed or the anchor edited'
                       : `Chain broken at entry ${(verify() as { brokenAt: number }).brokenAt}`}
                 </Badge>
               </Match>
             </Switch>
+            <Show when={verify()?.fullWalk}>{(full) => <span class="muted-text">{fullWalkText(full())}</span>}</Show>
           </div>
         </div>
         <form class="filters" aria-label="Filter the audit trail" onSubmit={(e) => e.preventDefault()}>
