@@ -86,14 +86,28 @@ t.test('infisical_secret_folder: create {…, description}, get/patch by id on v
   t.equal(deleted.status, 200, JSON.stringify(deleted.body));
 });
 
-t.test('infisical_project_tag: body {name, color, slug, projectId}, answer {workspaceTag}', { todo: 'server: a tag name apart from its slug is not stored (422 names it); Terraform configurations whose name differs from the slug are refused' }, async (t) => {
+// internal/client/model.go CreateProjectTagRequest {name, color, slug, projectId},
+// UpdateProjectTagRequest {name, color, slug (omitempty), projectId, tagId}; every answer is
+// parsed as {workspaceTag: {id, slug, name, color}} (ProjectTag).
+t.test('infisical_project_tag: body {name, color, slug, projectId}, answer {workspaceTag}', async (t) => {
   const r = await replay(t);
   const pid = r.seeded.projectId;
   const created = await r.send('POST', `/api/v1/workspace/${pid}/tags`, { json: { name: 'Team A', color: '#ff0000', slug: 'team-a', projectId: pid } });
   t.equal(created.status, 200, JSON.stringify(created.body));
   t.equal(created.body.workspaceTag?.slug, 'team-a', 'workspaceTag.slug');
-  const got = await r.send('GET', `/api/v1/workspace/${pid}/tags/${created.body.workspaceTag?.id}`);
+  t.equal(created.body.workspaceTag?.name, 'Team A', 'workspaceTag.name on create');
+  const id = created.body.workspaceTag?.id as string;
+  const got = await r.send('GET', `/api/v1/workspace/${pid}/tags/${id}`);
   t.equal(got.body.workspaceTag?.name, 'Team A', 'workspaceTag.name');
+  t.equal(got.body.workspaceTag?.color, '#ff0000', 'workspaceTag.color');
+  const updated = await r.send('PATCH', `/api/v1/workspace/${pid}/tags/${id}`, { json: { name: 'Team Alpha', color: '#00ff00', slug: 'team-a', projectId: pid, tagId: id } });
+  t.equal(updated.status, 200, JSON.stringify(updated.body));
+  t.equal(updated.body.workspaceTag?.name, 'Team Alpha', 'renamed');
+  const listed = await r.send('GET', `/api/v1/workspace/${pid}/tags`);
+  t.same(listed.body.workspaceTags?.map((x: { slug: string; name: string }) => [x.slug, x.name]), [['team-a', 'Team Alpha']], 'workspaceTags[]');
+  const deleted = await r.send('DELETE', `/api/v1/workspace/${pid}/tags/${id}`, { json: { projectId: pid, tagId: id } });
+  t.equal(deleted.status, 200, JSON.stringify(deleted.body));
+  t.equal(deleted.body.workspaceTag?.id, id, 'workspaceTag.id on delete');
 });
 
 t.test('infisical_identity read: {identity:{identity, role, orgId}}', async (t) => {

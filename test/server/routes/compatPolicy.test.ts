@@ -47,7 +47,7 @@ t.test('compatibility policy', async (t) => {
     { field: 'secretReminderNote null; secretReminderRepeatDays null; secretReminderRecipients []; secretMetadata [] / null', method: 'POST', path: (n) => `/api/v3/secrets/raw/${n}`, body: () => ({ ...scope, secretValue: 'v', secretReminderNote: null, secretReminderRepeatDays: null, secretReminderRecipients: [], secretMetadata: null }) },
     { field: 'secretName equal to the path\'s name; empty reminder fields; tagIds null (update)', method: 'PATCH', path: (n) => `/api/v3/secrets/raw/${n}`, body: terraformUpdate, before: secret },
     { field: 'secretName equal to the path\'s name; type "shared" (delete)', method: 'DELETE', path: (n) => `/api/v3/secrets/raw/${n}`, body: (n) => ({ ...scope, type: 'shared', secretName: n }), before: secret },
-    { field: 'tag name equal to its slug; projectId equal to the path\'s', method: 'POST', path: () => `/api/v1/workspace/${P}/tags`, body: (n) => ({ name: n.toLowerCase(), slug: n.toLowerCase(), color: '', projectId: P }) },
+    { field: 'tag projectId equal to the path\'s; name "" (the slug names it)', method: 'POST', path: () => `/api/v1/workspace/${P}/tags`, body: (n) => ({ name: '', slug: n.toLowerCase(), color: '', projectId: P }) },
     { field: 'folder description "" / null', method: 'POST', path: () => '/api/v1/folders', body: (n) => ({ name: n, workspaceId: P, environment: 'prod', path: '/', description: '' }) },
     { field: 'folderName equal to the path\'s; directory; forceDelete', method: 'DELETE', path: (n) => `/api/v1/folders/${n}`, body: (n) => ({ folderName: n, workspaceId: P, environment: 'prod', directory: '/', forceDelete: true }), before: folder },
     { field: 'organizationSlug on a login', method: 'POST', path: () => '/api/v1/auth/universal-auth/login', body: () => ({ clientId: seeded.clientId, clientSecret: seeded.clientSecret, organizationSlug: 'anything' }) },
@@ -67,7 +67,7 @@ t.test('compatibility policy', async (t) => {
     { field: 'secretReminderRecipients non-empty', names: /secretReminderRecipients/, method: 'POST', path: (n) => `/api/v3/secrets/raw/${n}`, body: (n) => ({ ...terraformCreate(n), secretReminderRecipients: ['someone'] }) },
     { field: 'secretMetadata non-empty', names: /secretMetadata/, method: 'POST', path: (n) => `/api/v3/secrets/raw/${n}`, body: (n) => ({ ...terraformCreate(n), secretMetadata: [{ key: 'a', value: 'b' }] }) },
     { field: 'type "personal" on a create or change', names: /type/, method: 'POST', path: (n) => `/api/v3/secrets/raw/${n}`, body: (n) => ({ ...terraformCreate(n), type: 'personal' }) },
-    { field: 'tag name other than its slug', names: /name/, method: 'POST', path: () => `/api/v1/workspace/${P}/tags`, body: (n) => ({ name: 'Pretty Name', slug: n.toLowerCase(), color: '' }) },
+    { field: 'tag projectId other than the path\'s', names: /projectId/, method: 'POST', path: () => `/api/v1/workspace/${P}/tags`, body: (n) => ({ name: 'Pretty Name', slug: n.toLowerCase(), color: '', projectId: '00000000-0000-4000-8000-000000000000' }) },
     { field: 'folder description non-empty', names: /description/, method: 'POST', path: () => '/api/v1/folders', body: (n) => ({ name: n, workspaceId: P, environment: 'prod', path: '/', description: 'words' }) },
     {
       field: 'temporary fields on a permanent role',
