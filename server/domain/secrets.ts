@@ -767,11 +767,16 @@ export function secretsDomain(deps: SecretsDeps) {
       const seen = await Promise.resolve()
         .then(() => access.authorize(actor, { id: loc.projectId }, 'secrets:read'))
         .catch((err: unknown) => {
+          // Not a member: the project's 404 would name the project.
           throw err instanceof AppError && err.code === 'NOT_FOUND' ? idNotFound() : err;
         });
       const env = seen.project.environments.find((e) => e.id === loc.environmentId);
       if (!env || !maySecrets(seen.access, 'describe', env.slug, loc.folderPath)) throw idNotFound();
-      const row = (await snapshots.get(env, loc.folderPath, false)).rows.find((r) => r.id === loc.id);
+      // Deleted, or its folder deleted, meanwhile: the id names nothing any more.
+      const gone = (err: unknown) => {
+        throw err instanceof AppError && (err.code === 'NOT_FOUND' || err.code === 'SECRET_PATH_NOT_FOUND') ? idNotFound() : err;
+      };
+      const row = (await Promise.resolve(snapshots.get(env, loc.folderPath, false)).catch(gone)).rows.find((r) => r.id === loc.id);
       if (!row) throw idNotFound();
       const v = await this.get(actor, {
         project: { id: loc.projectId },
@@ -781,10 +786,7 @@ export function secretsDomain(deps: SecretsDeps) {
         viewSecretValue: q.viewSecretValue,
         expandSecretReferences: q.expandSecretReferences,
         deps: q.deps,
-      }).catch((err: unknown) => {
-        // Deleted or renamed meanwhile: the id names nothing any more.
-        throw err instanceof AppError && err.code === 'NOT_FOUND' ? idNotFound() : err;
-      });
+      }).catch(gone);
       // A rename and a new secret under the old name meanwhile: not the one asked for.
       if (v.id !== loc.id) throw idNotFound();
       return v;
