@@ -167,6 +167,12 @@ export function identitiesStore(sql: Queryable) {
         where i.org_id = ${orgId} order by i.created_at, i.id`;
     },
 
+    async rename(id: string, name: string): Promise<IdentityRow | undefined> {
+      const [row] = await sql<IdentityRow[]>`update identities set name = ${name}, updated_at = now() where id = ${id}
+        returning id, org_id, name, created_at, updated_at`;
+      return row;
+    },
+
     /** Its Universal Auth, client secrets, access tokens and memberships go with it (cascade). */
     async delete(id: string): Promise<IdentityRow | undefined> {
       const [row] = await sql<IdentityRow[]>`delete from identities where id = ${id}

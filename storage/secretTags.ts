@@ -6,12 +6,14 @@ export interface TagRow {
   id: string;
   projectId: string;
   slug: string;
+  /** The display name (Infisical's `name`); equal to the slug unless one was given. */
+  name: string;
   color: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
 
-const COLUMNS = 'id, project_id, slug, color, created_at, updated_at';
+const COLUMNS = 'id, project_id, slug, name, color, created_at, updated_at';
 
 interface Link {
   secretId: string;
@@ -36,9 +38,9 @@ export function secretTagsStore(sql: Queryable) {
     },
 
     /** Undefined when the project already has a tag with that slug. */
-    async insert(t: { projectId: string; slug: string; color: string | null }): Promise<TagRow | undefined> {
-      const [row] = await sql<TagRow[]>`insert into secret_tags (id, project_id, slug, color)
-        values (${randomUUID()}, ${t.projectId}, ${t.slug}, ${t.color}) on conflict (project_id, slug) do nothing
+    async insert(t: { projectId: string; slug: string; name?: string; color: string | null }): Promise<TagRow | undefined> {
+      const [row] = await sql<TagRow[]>`insert into secret_tags (id, project_id, slug, name, color)
+        values (${randomUUID()}, ${t.projectId}, ${t.slug}, ${t.name ?? t.slug}, ${t.color}) on conflict (project_id, slug) do nothing
         returning ${sql.unsafe(COLUMNS)}`;
       return row;
     },
@@ -54,9 +56,10 @@ export function secretTagsStore(sql: Queryable) {
       return row;
     },
 
-    async update(id: string, u: { slug?: string; color?: string | null }): Promise<TagRow> {
+    async update(id: string, u: { slug?: string; name?: string; color?: string | null }): Promise<TagRow> {
       const [row] = await sql<TagRow[]>`update secret_tags set
           slug = coalesce(${u.slug ?? null}, slug),
+          name = coalesce(${u.name ?? null}, name),
           color = case when ${u.color !== undefined} then ${u.color ?? null} else color end,
           updated_at = now()
         where id = ${id} returning ${sql.unsafe(COLUMNS)}`;

@@ -134,6 +134,20 @@ export function identitiesDomain(deps: IdentitiesDeps) {
       return existingIdentity(store, identityId);
     },
 
+    /** Renames the identity (the superadmin's; its tokens and memberships are unchanged). */
+    async update(actor: Actor | SystemActor, identityId: string, input: { name?: string }, origin?: Origin): Promise<IdentityView> {
+      const grant = changes.inOrganization(actor, origin);
+      const name = input.name === undefined ? undefined : validateName(input.name, 'name');
+      return grant.run(async ({ s, audit, invalidate }) => {
+        const identity = await existingIdentity(s, identityId);
+        if (name === undefined || name === identity.name) return identity;
+        await s.identities.rename(identity.id, name);
+        await audit({ eventType: 'update-identity', metadata: { identityId: identity.id, name, oldName: identity.name } });
+        invalidate(topics.identity, identity.id);
+        return existingIdentity(s, identity.id);
+      });
+    },
+
     /** Its tokens die at once, here and on every replica; memberships go with it. */
     async delete(actor: Actor | SystemActor, identityId: string, origin?: Origin): Promise<IdentityView> {
       return changes.inOrganization(actor, origin).run(async ({ s, audit, invalidate }) => {

@@ -9,6 +9,7 @@ import { isUuid, SYSTEM, type AccessControl, type Actor, type ProjectRef, type S
 import { topics } from './caches.js';
 import { existingIdentity } from './identities.js';
 import type { Change, Origin, WritePipeline } from './pipeline.js';
+import { CONTROL_CHARACTER, LONE_SURROGATE } from './text.js';
 
 export interface MembershipsDeps {
   store: { memberships: Pick<Store['memberships'], 'get' | 'list' | 'unauditedExpiries'> };
@@ -66,6 +67,9 @@ const windowMetadata = (w: TemporaryAccess | null): Record<string, string | bool
     ? { isTemporary: true, temporaryMode: w.mode, temporaryRange: w.range, temporaryAccessStartTime: w.startTime.toISOString(), temporaryAccessEndTime: w.endTime.toISOString() }
     : { isTemporary: false };
 
+/** Most people one invitation may name. */
+export const MAX_INVITES = 100;
+
 const noun = (kind: MemberKind) => (kind === 'identity' ? 'Identity' : 'User');
 
 const ROLE_MESSAGE = `role must be one of ${ROLES.join(', ')} or the slug of one of the project's custom roles`;
@@ -121,6 +125,14 @@ export function membershipsDomain(deps: MembershipsDeps) {
     return view;
   }
 
+  /** Inserts the membership, with its audit entry; a cached "not a member" answer for it is dropped after the commit. */
+  async function insertMember(c: Change, projectId: string, member: MemberRef, id: string, role: string, resolved: { role: MembershipRole; customRoleId: string | null }, window: TemporaryAccess | null): Promise<MembershipView> {
+    await c.s.memberships.insert(projectId, member.kind, id, resolved.role, resolved.customRoleId, window);
+    await c.audit({ eventType: MEMBERSHIP_EVENTS[member.kind].add, projectId, metadata: { [`${member.kind}Id`]: id, role, ...windowMetadata(window) } });
+    invalidateRole(c, projectId, member, id);
+    return loadView(c.s, projectId, member, id);
+  }
+
   return {
     async add(actor: Actor | SystemActor, input: { project: ProjectRef; member: MemberRef; role: string; temporary?: TemporaryGrant }, origin?: Origin): Promise<MembershipView> {
       checkRole(input.role);
@@ -128,18 +140,52 @@ export function membershipsDomain(deps: MembershipsDeps) {
       const window = windowOf(input.temporary);
       const { grant, project, member, id } = await memberChange(actor, input, origin);
       return grant.run(async (c) => {
-        const { s, audit } = c;
-        const resolved = await resolveRole(s, project.id, role);
-        const exists = member.kind === 'identity' ? await s.identities.byId(id) : await s.users.byId(id);
+        const resolved = await resolveRole(c.s, project.id, role);
+        const exists = member.kind === 'identity' ? await c.s.identities.byId(id) : await c.s.users.byId(id);
         if (!exists) throw notMember(member);
-        if (await s.memberships.get(project.id, member.kind, id)) {
+        if (await c.s.memberships.get(project.id, member.kind, id)) {
           throw new AppError('BAD_REQUEST', `${noun(member.kind)} with ID '${id}' already exists in project with ID '${project.id}'`);
         }
-        await s.memberships.insert(project.id, member.kind, id, resolved.role, resolved.customRoleId, window);
-        await audit({ eventType: MEMBERSHIP_EVENTS[member.kind].add, projectId: project.id, metadata: { [`${member.kind}Id`]: id, role, ...windowMetadata(window) } });
-        // A "not a member" answer may be cached for it.
-        invalidateRole(c, project.id, member, id);
-        return loadView(s, project.id, member, id);
+        return insertMember(c, project.id, member, id, role, resolved, window);
+      });
+    },
+
+    /**
+     * Infisical's "invite members" (POST /api/v2/workspace/:projectId/memberships): people
+     * named by e-mail address (their username here) join the project with one role, all
+     * or none, in one transaction. There are no invitations here: every address must be a
+     * person the superadmin has created, or the request is a 404 naming it and nobody is
+     * added. As Infisical, someone already a member is left as they are and not in the
+     * answer, unless a role was asked for that differs from theirs (a 400: a role is
+     * changed with PATCH, never dropped silently). Answers the memberships made.
+     */
+    async addUsersByEmail(actor: Actor | SystemActor, input: { project: ProjectRef; emails: readonly string[]; role?: string }, origin?: Origin): Promise<MembershipView[]> {
+      const role = input.role ?? 'member';
+      checkRole(role);
+      const emails = [...new Set(input.emails.map((e) => e.trim().toLowerCase()))];
+      if (emails.length === 0) throw new AppError('VALIDATION', 'emails or usernames must name at least one person');
+      if (emails.length > MAX_INVITES) throw new AppError('VALIDATION', `at most ${MAX_INVITES} people at once`);
+      const grant = await changes.inProject(actor, input.project, 'project:admin', origin);
+      const { project } = grant;
+      return grant.run(async (c) => {
+        const resolved = await resolveRole(c.s, project.id, role);
+        const added: MembershipView[] = [];
+        for (const email of emails) {
+          const user = CONTROL_CHARACTER.test(email) || LONE_SURROGATE.test(email) ? undefined : await c.s.users.byEmail(email);
+          if (!user) {
+            throw new AppError('NOT_FOUND', `No user with email '${email.slice(0, 320)}': this service sends no invitations, the superadmin creates people first (nobody was added)`);
+          }
+          const member: MemberRef = { kind: 'user', id: user.id };
+          const current = await c.s.memberships.get(project.id, 'user', user.id);
+          if (current) {
+            if (input.role !== undefined && (current.role !== resolved.role || current.customRoleId !== resolved.customRoleId)) {
+              throw new AppError('BAD_REQUEST', `User '${email}' is already a member of project with ID '${project.id}' with role '${roleName(current)}': change a member's role with PATCH (nobody was added)`);
+            }
+            continue;
+          }
+          added.push(await insertMember(c, project.id, member, user.id, role, resolved, null));
+        }
+        return added;
       });
     },
 

@@ -55,7 +55,12 @@ export interface ProjectsDeps {
 export function projectsDomain(deps: ProjectsDeps) {
   const { store, crypto, access, changes } = deps;
   return {
-    async create(actor: Actor | SystemActor, input: { name: string; slug?: string; origin?: Origin }): Promise<ProjectRecord> {
+    /**
+     * A new project with its own data key; the person who creates it is its admin. It
+     * gets the default environments (dev, staging, prod) unless `defaultEnvironments` is
+     * false (Infisical's shouldCreateDefaultEnvs), then none.
+     */
+    async create(actor: Actor | SystemActor, input: { name: string; slug?: string; defaultEnvironments?: boolean; origin?: Origin }): Promise<ProjectRecord> {
       // Projects belong to people; a machine identity only ever works inside one it was given.
       if (actor.kind === 'identity') throw new AppError('FORBIDDEN', 'Machine identities may not create projects');
       // The same rule as a rename: control characters (a NUL cannot even be stored) are refused.
@@ -71,11 +76,11 @@ export function projectsDomain(deps: ProjectsDeps) {
           const org = await s.organizations.ensureDefault();
           await s.keys.insert({ id: keyId, purpose: 'project', rootKeyVersion: crypto.rootKeyVersion, wrapped });
           const projectId = await s.projects.insert({ orgId: org.id, name, slug, dataKeyId: keyId });
-          for (const [position, e] of DEFAULT_ENVIRONMENTS.entries()) {
+          for (const [position, e] of (input.defaultEnvironments === false ? [] : DEFAULT_ENVIRONMENTS).entries()) {
             await s.projects.insertEnvironment({ projectId, name: e.name, slug: e.slug, position });
           }
           if (actor.kind === 'user') await s.memberships.upsertUser(projectId, actor.userId, 'admin');
-          await audit({ eventType: 'create-project', projectId, metadata: { slug } });
+          await audit({ eventType: 'create-project', projectId, metadata: { slug, ...(input.defaultEnvironments === false ? { defaultEnvironments: false } : {}) } });
           // A "not found" for this slug may be cached.
           invalidate(topics.projectSlug, slug);
           return projectId;

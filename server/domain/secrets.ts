@@ -10,7 +10,7 @@ import type { SecretImportRow } from '../../storage/secretImports.js';
 import type { TagRow } from '../../storage/secretTags.js';
 import { LIST_PART_ROWS, type CipherRowPart, type SecretCipherRow } from '../../storage/secrets.js';
 import { AppError } from '../errors.js';
-import { auditActor, maySecrets, mayReadSecrets, requireSecrets, requireSecretsWrite, unrestrictedFor, type AccessControl, type Actor, type ProjectAccess, type ProjectRef, type SecretAction, type SystemActor } from './access.js';
+import { auditActor, isUuid, maySecrets, mayReadSecrets, requireSecrets, requireSecretsWrite, unrestrictedFor, type AccessControl, type Actor, type ProjectAccess, type ProjectRef, type SecretAction, type SystemActor } from './access.js';
 import { topics, type FolderSnapshot } from './caches.js';
 import { normaliseSecretPath } from './paths.js';
 import type { AuditEntry, Change, Origin, WritePipeline } from './pipeline.js';
@@ -230,7 +230,7 @@ interface ListTemplate {
 export const renderedListPrefix = (environmentId: string) => `list:${environmentId}:`;
 
 export interface SecretsDeps {
-  store: { secrets: Pick<Store['secrets'], 'version'> };
+  store: { secrets: Pick<Store['secrets'], 'version' | 'locate'> };
   /** `render` / `rendered`: without them (small test fakes) listRendered answers undefined. */
   crypto: Pick<Crypto, 'openMany' | 'sealMany'> & Partial<Pick<Crypto, 'render' | 'rendered'>>;
   access: Pick<AccessControl, 'authorize' | 'environment'>;
@@ -878,6 +878,45 @@ export function secretsDomain(deps: SecretsDeps) {
         await expand(project, scope, [v], isCurrent ? [v] : [], q.deps);
       }
       await attachTags(project, [v], () => tagIds, q.deps);
+      return v;
+    },
+
+    /**
+     * One secret by id (Terraform's import), under exactly the rules of get(): located,
+     * then read by its environment, path and name. What the caller may not see answers as
+     * an unknown id, naming nothing the id would reveal: not a member of its project (the
+     * project's 404), or a place it may not describe. A caller who may describe it there
+     * but not read values gets get()'s 403; viewSecretValue false asks describe only.
+     */
+    async getById(actor: Actor, q: { id: string; viewSecretValue?: boolean; expandSecretReferences?: boolean; deps?: AnswerDeps }): Promise<SecretView> {
+      const idNotFound = () => new AppError('NOT_FOUND', `Secret with ID '${q.id.slice(0, 64)}' not found`);
+      const loc = isUuid(q.id) ? await store.secrets.locate(q.id.toLowerCase()) : undefined;
+      if (!loc) throw idNotFound();
+      const seen = await Promise.resolve()
+        .then(() => access.authorize(actor, { id: loc.projectId }, 'secrets:read'))
+        .catch((err: unknown) => {
+          // Not a member: the project's 404 would name the project.
+          throw err instanceof AppError && err.code === 'NOT_FOUND' ? idNotFound() : err;
+        });
+      const env = seen.project.environments.find((e) => e.id === loc.environmentId);
+      if (!env || !maySecrets(seen.access, 'describe', env.slug, loc.folderPath)) throw idNotFound();
+      // Deleted, or its folder deleted, meanwhile: the id names nothing any more.
+      const gone = (err: unknown) => {
+        throw err instanceof AppError && (err.code === 'NOT_FOUND' || err.code === 'SECRET_PATH_NOT_FOUND') ? idNotFound() : err;
+      };
+      const row = (await Promise.resolve(snapshots.get(env, loc.folderPath, false)).catch(gone)).rows.find((r) => r.id === loc.id);
+      if (!row) throw idNotFound();
+      const v = await this.get(actor, {
+        project: { id: loc.projectId },
+        environment: env.slug,
+        secretPath: loc.folderPath,
+        secretName: row.key,
+        viewSecretValue: q.viewSecretValue,
+        expandSecretReferences: q.expandSecretReferences,
+        deps: q.deps,
+      }).catch(gone);
+      // A rename and a new secret under the old name meanwhile: not the one asked for.
+      if (v.id !== loc.id) throw idNotFound();
       return v;
     },
 

@@ -7,7 +7,7 @@ import { AppError } from '../errors.js';
 import { isUuid, type AccessControl, type Actor, type ProjectRef, type SystemActor } from './access.js';
 import { topics, type Caches } from './caches.js';
 import type { Origin, WritePipeline } from './pipeline.js';
-import { CONTROL_CHARACTER } from './text.js';
+import { CONTROL_CHARACTER, validateName } from './text.js';
 
 /** A tag as a secret carries it in read answers. */
 export interface TagRef {
@@ -17,7 +17,7 @@ export interface TagRef {
   color: string | null;
 }
 
-export const tagRef = (t: TagRow): TagRef => ({ id: t.id, slug: t.slug, name: t.slug, color: t.color });
+export const tagRef = (t: TagRow): TagRef => ({ id: t.id, slug: t.slug, name: t.name, color: t.color });
 
 /** Most tags one project may hold, and one secret carry. */
 export const MAX_TAGS = 500;
@@ -96,24 +96,31 @@ export function tagsDomain(deps: TagsDeps) {
       return t;
     },
 
-    async create(actor: Actor | SystemActor, input: { project: ProjectRef; slug: string; color?: string | null; origin?: Origin }): Promise<TagRow> {
+    /** A tag; its name is the slug unless one is given. */
+    async create(actor: Actor | SystemActor, input: { project: ProjectRef; slug: string; name?: string; color?: string | null; origin?: Origin }): Promise<TagRow> {
       const grant = await changes.inProject(actor, input.project, 'secrets:write', input.origin);
       const slug = validateSlug(input.slug);
+      const name = input.name === undefined ? slug : validateName(input.name, 'name');
       const color = validateColor(input.color) ?? null;
       const { project } = grant;
       return grant.run(async ({ s, audit, invalidate }) => {
         if ((await s.secretTags.ofProject(project.id)).length >= MAX_TAGS) throw new AppError('VALIDATION', `A project may hold at most ${MAX_TAGS} tags`);
-        const t = await s.secretTags.insert({ projectId: project.id, slug, color });
+        const t = await s.secretTags.insert({ projectId: project.id, slug, name, color });
         if (!t) throw new AppError('BAD_REQUEST', `Tag '${slug}' already exists in project '${project.slug}'`);
-        await audit({ eventType: 'create-tag', projectId: project.id, metadata: { tagId: t.id, slug } });
+        await audit({ eventType: 'create-tag', projectId: project.id, metadata: { tagId: t.id, slug, name } });
         invalidate(topics.tags, project.id);
         return t;
       });
     },
 
-    async update(actor: Actor | SystemActor, input: { project: ProjectRef; id: string; slug?: string; color?: string | null; origin?: Origin }): Promise<TagRow> {
+    /**
+     * Changes a tag's slug, name or colour. A tag named by its slug (name = slug, as every
+     * tag made without a name) keeps being so when only its slug changes.
+     */
+    async update(actor: Actor | SystemActor, input: { project: ProjectRef; id: string; slug?: string; name?: string; color?: string | null; origin?: Origin }): Promise<TagRow> {
       const grant = await changes.inProject(actor, input.project, 'secrets:write', input.origin);
       const slug = input.slug === undefined ? undefined : validateSlug(input.slug);
+      const givenName = input.name === undefined ? undefined : validateName(input.name, 'name');
       const color = validateColor(input.color);
       const { project } = grant;
       return grant.run(async ({ s, audit, invalidate }) => {
@@ -121,8 +128,13 @@ export function tagsDomain(deps: TagsDeps) {
         if (slug !== undefined && slug !== cur.slug && (await s.secretTags.bySlug(project.id, slug))) {
           throw new AppError('BAD_REQUEST', `Tag '${slug}' already exists in project '${project.slug}'`);
         }
-        const t = await s.secretTags.update(cur.id, { slug, color });
-        await audit({ eventType: 'update-tag', projectId: project.id, metadata: { tagId: t.id, slug: t.slug, ...(slug !== undefined && slug !== cur.slug ? { oldSlug: cur.slug } : {}) } });
+        const name = givenName ?? (slug !== undefined && cur.name === cur.slug ? slug : undefined);
+        const t = await s.secretTags.update(cur.id, { slug, name, color });
+        await audit({
+          eventType: 'update-tag',
+          projectId: project.id,
+          metadata: { tagId: t.id, slug: t.slug, name: t.name, ...(slug !== undefined && slug !== cur.slug ? { oldSlug: cur.slug } : {}), ...(t.name !== cur.name ? { oldName: cur.name } : {}) },
+        });
         invalidate(topics.tags, project.id);
         return t;
       });

@@ -7,11 +7,16 @@
 // for everything but list-projects, which is its own axios GET /api/v1/workspace[?type=].
 // 0.0.24's tools: create/delete/update/list/get-secret, create-project, create-environment,
 // create-folder, invite-members-to-project, list-projects (it has no list-folders tool).
+// create-project and invite-members go through the SDK 4.0.1's projects().create /
+// inviteMembers (node_modules/@infisical/mcp/node_modules/@infisical/sdk/lib/index.js:
+// POST /api/v2/workspace → res.project; POST /api/v2/workspace/:projectId/memberships with
+// {projectId, emails?, usernames?, roleSlugs?} → res.memberships).
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import t, { type Test } from 'tap';
 import { SYSTEM } from '../../server/domain/access.js';
+import { signupAdmin } from '../helpers/admin.js';
 import { startRecordingProxy } from '../helpers/recordingProxy.js';
 import { INVENTORY, seedHomelab, startTestService, testEnv } from '../helpers/service.js';
 
@@ -174,19 +179,59 @@ t.test('@infisical/mcp 0.0.24 over stdio, Universal Auth', async (t) => {
     t.same(paths, ['/api/v1/workspace', '/api/v1/workspace?type=secret-manager'], 'type "all" sends no query; others send ?type=');
   });
 
-  await t.test('create-project (POST /api/v2/workspace)', { todo: 'server: POST /api/v2/workspace (project create, Infisical shape) is not routed' }, async (t) => {
+  await t.test('create-project (POST /api/v2/workspace) as a machine identity: refused, nothing made', async (t) => {
+    // Projects belong to people here (server/domain/projects.ts): a machine identity works
+    // only inside projects it was given. The person's own token creates (next test).
     const made = await mcp.call('create-project', { projectName: 'From MCP', type: 'secret-manager', slug: 'from-mcp' });
-    t.ok(made.ok, made.text);
-    t.equal(payload(made.text).slug, 'from-mcp');
+    t.notOk(made.ok, 'a tool error');
+    t.match(made.text, /403/, 'the 403');
+    const sent = proxy.seen.filter((r) => r.method === 'POST' && r.path === '/api/v2/workspace');
+    t.equal(sent.length, 1, 'POST /api/v2/workspace');
+    t.same(JSON.parse(sent[0]?.body ?? '{}'), { projectName: 'From MCP', slug: 'from-mcp', type: 'secret-manager' }, 'the SDK 4.0.1 body (undefined fields left out)');
+    t.same((await svc.services.projects.list(SYSTEM)).map((p) => p.slug), ['homelab'], 'no project made');
   });
 
-  await t.test('invite-members-to-project (POST /api/v2/workspace/:id/memberships)', { todo: 'server: POST /api/v2/workspace/:projectId/memberships is not routed' }, async (t) => {
-    await svc.services.users.createUser(SYSTEM, { email: 'bob@example.test', password: 'correct horse battery staple', firstName: 'Bob' });
-    const invited = await mcp.call('invite-members-to-project', { projectId: seeded.projectId, emails: ['bob@example.test'] });
+  await t.test('invite-members-to-project (POST /api/v2/workspace/:id/memberships)', async (t) => {
+    const bob = await svc.services.users.createUser(SYSTEM, { email: 'bob@example.test', password: 'correct horse battery staple', firstName: 'Bob' });
+    const invited = await mcp.call('invite-members-to-project', { projectId: seeded.projectId, emails: ['bob@example.test'], roleSlugs: ['viewer'] });
     t.ok(invited.ok, invited.text);
+    const memberships = payload(invited.text) as Array<{ id: string; userId: string; projectId: string; role: string }>;
+    t.same(memberships.map((m) => [m.userId, m.projectId, m.role]), [[bob.id, seeded.projectId, 'viewer']], 'the SDK returns memberships[]: Bob, a viewer');
+    const sent = proxy.seen.filter((r) => r.method === 'POST' && r.path === `/api/v2/workspace/${seeded.projectId}/memberships`);
+    t.same(JSON.parse(sent[0]?.body ?? '{}'), { projectId: seeded.projectId, emails: ['bob@example.test'], roleSlugs: ['viewer'] }, 'the body it sent');
+    const m = await svc.services.memberships.get(SYSTEM, { project: { id: seeded.projectId }, member: { kind: 'user', id: bob.id } });
+    t.equal(m.role, 'viewer', 'Bob is a viewer of homelab');
+    const again = await mcp.call('invite-members-to-project', { projectId: seeded.projectId, usernames: ['bob@example.test'] });
+    t.ok(again.ok, again.text);
+    t.same(payload(again.text), [], 'inviting a member again adds nobody (as Infisical)');
+    const nobody = await mcp.call('invite-members-to-project', { projectId: seeded.projectId, emails: ['nobody@example.test'] });
+    t.notOk(nobody.ok, 'an address nobody has here is a tool error (no invitations are sent)');
+    t.match(nobody.text, /404/, 'the 404');
   });
 
   t.notMatch(mcp.stderr(), new RegExp(seeded.clientSecret), 'the client secret never shows in its output');
+});
+
+t.test('@infisical/mcp 0.0.24 over stdio, a person\'s token: create-project', async (t) => {
+  const svc = await startTestService(t, await testEnv(t, 'embedded'));
+  const admin = await signupAdmin(svc.url);
+  const proxy = await startRecordingProxy(t, svc.url);
+  const mcp = startMcp(t, { INFISICAL_AUTH_METHOD: 'access-token', INFISICAL_TOKEN: admin.token, INFISICAL_HOST_URL: proxy.url });
+  await mcp.rpc('initialize', { protocolVersion: '2024-11-05', capabilities: {}, clientInfo: { name: 'vault-standalone-test', version: '0' } });
+  mcp.notify('notifications/initialized');
+  const made = await mcp.call('create-project', { projectName: 'From MCP', type: 'secret-manager', slug: 'from-mcp' });
+  t.ok(made.ok, made.text);
+  const project = payload(made.text) as { id: string; slug: string; name: string; environments: Array<{ slug: string }> };
+  t.match(project, { slug: 'from-mcp', name: 'From MCP' }, 'the SDK returns {project}.project');
+  t.same(project.environments.map((e) => e.slug), ['dev', 'staging', 'prod'], 'with the default environments');
+  const stored = await svc.services.projects.get(SYSTEM, { slug: 'from-mcp' });
+  t.equal(stored.id, project.id, 'the project exists server-side');
+  const m = await svc.services.memberships.get(SYSTEM, { project: { id: project.id }, member: { kind: 'user', id: admin.userId } });
+  t.equal(m.role, 'admin', 'its creator is its admin');
+  const typed = await mcp.call('create-project', { projectName: 'Certs', type: 'cert-manager' });
+  t.notOk(typed.ok, 'another project type is refused');
+  t.match(typed.text, /422/, 'a 422');
+  t.equal((await svc.services.projects.list(SYSTEM)).length, 1, 'nothing more made');
 });
 
 t.test('@infisical/mcp 0.0.24 over stdio, access token (Token Auth)', async (t) => {

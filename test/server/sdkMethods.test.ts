@@ -8,6 +8,7 @@
 import { InfisicalSDK } from '@infisical/sdk';
 import t from 'tap';
 import { SYSTEM } from '../../server/domain/access.js';
+import { signupAdmin } from '../helpers/admin.js';
 import { INVENTORY, seedHomelab, startTestService, testEnv } from '../helpers/service.js';
 
 t.test('SDK 5.0.2: every method and option against the running service', async (t) => {
@@ -128,19 +129,31 @@ t.test('SDK 5.0.2: every method and option against the running service', async (
     t.equal((await client.secrets().getSecret({ ...at, secretPath: '/', secretName: 'ROUTER_API_KEY' })).secretValue, INVENTORY.ROUTER_API_KEY, 'value unchanged');
   });
 
-  await t.test('projects().create (POST /api/v2/workspace)', { todo: 'server: POST /api/v2/workspace (project create, Infisical shape) is not routed' }, async (t) => {
-    const made = await client.projects().create({ projectName: 'From SDK', slug: 'from-sdk', type: 'secret-manager' } as never);
+  await t.test('projects().create (POST /api/v2/workspace)', async (t) => {
+    // Projects belong to people here: the machine identity's call is the existing 403, the
+    // superadmin's token (auth().accessToken) creates.
+    await t.rejects(client.projects().create({ projectName: 'From SDK', slug: 'from-sdk', type: 'secret-manager' } as never), { message: /\[StatusCode=403\]/ }, 'a machine identity: 403');
+    const admin = await signupAdmin(svc.url);
+    const person = new InfisicalSDK({ siteUrl: svc.url }).auth().accessToken(admin.token);
+    const made = await person.projects().create({ projectName: 'From SDK', slug: 'from-sdk', type: 'secret-manager' } as never);
     t.equal(made.slug, 'from-sdk');
     t.type(made.id, 'string');
+    t.equal((await svc.services.projects.get(SYSTEM, { slug: 'from-sdk' })).id, made.id, 'stored');
   });
 
   await t.test('projects().inviteMembers', async (t) => {
     await t.rejects(client.projects().inviteMembers({ projectId: seeded.projectId } as never), { message: /Either usernames or emails/ }, 'the SDK itself refuses an empty invite');
   });
-  await t.test('projects().inviteMembers by email (POST /api/v2/workspace/:id/memberships)', { todo: 'server: POST /api/v2/workspace/:projectId/memberships {usernames|emails, roleSlugs} is not routed' }, async (t) => {
-    await svc.services.users.createUser(SYSTEM, { email: 'alice@example.test', password: 'correct horse battery staple', firstName: 'Alice' });
+  await t.test('projects().inviteMembers by email (POST /api/v2/workspace/:id/memberships)', async (t) => {
+    const alice = await svc.services.users.createUser(SYSTEM, { email: 'alice@example.test', password: 'correct horse battery staple', firstName: 'Alice' });
     const m = await client.projects().inviteMembers({ projectId: seeded.projectId, emails: ['alice@example.test'], roleSlugs: ['viewer'] } as never);
     t.equal(m.length, 1);
+    t.match(m[0], { userId: alice.id, projectId: seeded.projectId, role: 'viewer' }, 'memberships[0]');
+    await t.rejects(
+      client.projects().inviteMembers({ projectId: seeded.projectId, emails: ['carol@example.test'] } as never),
+      { message: /\[StatusCode=404\].*carol@example\.test/ },
+      'an address nobody has here: 404 naming it',
+    );
   });
 
   await t.test('AWS IAM Auth: not implemented, a clear 404 naming the route', async (t) => {

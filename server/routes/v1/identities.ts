@@ -1,14 +1,47 @@
-// Machine identities (the superadmin's API): /api/v1/identities[...]. Their Universal
-// Auth credentials are in universalAuth.ts.
+// Machine identities (the superadmin's API): /api/v1/identities[...] (create, list, read,
+// rename, delete; Infisical's and Terraform's bodies). Their Universal Auth credentials are
+// in universalAuth.ts.
 import { z } from 'zod';
 import type { IdentityView } from '../../domain/identities.js';
 import type { Services } from '../../services.js';
 import type { Api } from '../api.js';
+import { AppError } from '../../errors.js';
+import { boolish } from '../input.js';
 import { isoString } from '../shape.js';
 
+/**
+ * What Terraform's infisical_identity sends besides name and organizationId
+ * (terraform-provider-infisical internal/client/model.go CreateIdentityRequest {name,
+ * hasDeleteProtection, organizationId, role, metadata (omitempty)}, UpdateIdentityRequest
+ * {identityId, name (omitempty), hasDeleteProtection, role (omitempty), metadata}). An
+ * identity here has no organization role (its access is its project memberships alone:
+ * read answers `role: "no-access"`), no delete protection and no metadata, so each is
+ * accepted only when it asks for nothing: role "no-access", hasDeleteProtection false,
+ * metadata empty. Anything else is a 422 naming the field, never stored and ignored.
+ */
+const orgFields = {
+  role: z
+    .string({ error: 'role must be a string' })
+    .max(64)
+    .optional()
+    .refine((r) => r === undefined || r === 'no-access', 'role: identities have no organization role here (their access is their project memberships): send "no-access" or leave it out'),
+  hasDeleteProtection: boolish.optional().refine((v) => v !== true, 'hasDeleteProtection: delete protection is not supported here'),
+  metadata: z
+    .array(z.object({ key: z.string().max(256), value: z.string().max(1024) }))
+    .max(100)
+    .nullable()
+    .optional()
+    .refine((m) => m == null || m.length === 0, 'metadata: identity metadata is not supported here (send [] or leave it out)'),
+};
 const createBody = z.object({
   name: z.string({ error: 'name is required' }).max(256),
   organizationId: z.string().max(64).optional(),
+  ...orgFields,
+});
+const updateBody = z.object({
+  name: z.string({ error: 'name must be a string' }).max(256).optional(),
+  identityId: z.string().max(64).optional(),
+  ...orgFields,
 });
 const listQuery = z.object({ orgId: z.string().max(64).optional() });
 
@@ -18,6 +51,7 @@ const identitySchema = z.object({
   orgId: z.string(),
   authMethods: z.array(z.string()),
   hasDeleteProtection: z.boolean(),
+  metadata: z.array(z.object({ key: z.string(), value: z.string() })),
   createdAt: isoString,
   updatedAt: isoString,
 });
@@ -37,6 +71,7 @@ export function identityJson(i: IdentityView) {
     orgId: i.orgId,
     authMethods: i.authMethods,
     hasDeleteProtection: false,
+    metadata: [],
     createdAt: i.createdAt.toISOString(),
     updatedAt: i.updatedAt.toISOString(),
   };
@@ -86,6 +121,17 @@ export function registerIdentityRoutes(api: Api, svc: Services) {
     async ({ actor, params }) => {
       const json = identityJson(await ids.get(actor, params.identityId));
       return { body: { identity: { ...json, identityId: json.id, identity: json, role: 'no-access', customRole: null } } };
+    },
+  );
+
+  // Terraform's update (PATCH, the body above; it parses {identity: {id, name,
+  // hasDeleteProtection, authMethods, metadata}}).
+  api.patch(
+    '/api/v1/identities/:identityId',
+    { caller: 'any', summary: 'Rename a machine identity (superadmin)', body: updateBody, response: oneIdentity },
+    async ({ actor, params, body, origin }) => {
+      if (body.identityId !== undefined && body.identityId.toLowerCase() !== params.identityId.toLowerCase()) throw new AppError('VALIDATION', 'identityId must be the identity id in the path');
+      return { body: { identity: identityJson(await ids.update(actor, params.identityId, { name: body.name || undefined }, origin)) } };
     },
   );
 

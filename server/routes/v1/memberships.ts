@@ -1,6 +1,9 @@
 // Project memberships of identities and users (project admins):
 // /api/v1/projects/:projectId/memberships/identities[/:identityId]
 // /api/v1/projects/:projectId/memberships/users[/:userId]
+// and Infisical's v2 paths: /api/v2/workspace/:projectId/identity-memberships/:identityId
+// (Terraform) and POST /api/v2/workspace/:projectId/memberships (people by e-mail: the SDK's
+// and the MCP server's invite-members, Terraform's infisical_project_user)
 import { z } from 'zod';
 import type { MemberKind, MembershipView } from '../../../storage/memberships.js';
 import type { Services } from '../../services.js';
@@ -224,6 +227,37 @@ export function registerMembershipRoutes(api: Api, svc: Services) {
       async ({ actor, params, origin }) => ({ body: { [k.one]: k.json(await memberships.remove(actor, refs(params), origin)) } }),
     );
   }
+
+  // Infisical's "invite members" (Infisical/infisical backend/src/server/routes/v2/
+  // deprecated-project-membership-router.ts: {emails, usernames, roleSlugs?} → {memberships});
+  // sent by @infisical/sdk 4.x projects().inviteMembers (the MCP server's invite-members-to-project)
+  // and Terraform's infisical_project_user (internal/client/model.go CreateProjectUserRequest
+  // {projectId, usernames}). A username here is the person's e-mail address.
+  const address = z.string({ error: 'emails and usernames must be strings' }).max(320, 'an e-mail address is at most 320 characters');
+  const inviteBody = z.object({
+    emails: z.array(address).max(100).nullable().optional(),
+    usernames: z.array(address).max(100).nullable().optional(),
+    roleSlugs: z.array(z.string().max(64)).min(1, 'roleSlugs: give one role, or leave it out for "member"').max(1, 'roleSlugs: one role per member here (several roles on one membership are not supported)').nullable().optional(),
+    projectId: z.string().max(64).optional(),
+  });
+  api.post(
+    '/api/v2/workspace/:projectId/memberships',
+    {
+      caller: 'any',
+      summary: 'Add people, named by e-mail address, to the project with one role (default member): all or none; every address must be a person who exists here (no invitations are sent)',
+      body: inviteBody,
+      response: z.object({ memberships: z.array(userMembershipSchema) }),
+    },
+    async ({ actor, params, body, origin }) => {
+      if (body.projectId !== undefined && body.projectId.toLowerCase() !== params.projectId.toLowerCase()) throw new AppError('VALIDATION', 'projectId must be the project id in the path');
+      const made = await memberships.addUsersByEmail(
+        actor,
+        { project: { id: params.projectId }, emails: [...(body.emails ?? []), ...(body.usernames ?? [])], role: body.roleSlugs?.[0] },
+        origin,
+      );
+      return { body: { memberships: made.map(userMembershipJson) } };
+    },
+  );
 
   // Terraform's infisical_project_identity (terraform-provider-infisical internal/client/project_identity.go):
   // the same handlers as /api/v1/projects/:projectId/memberships/identities/:identityId, Infisical's v2 paths and bodies.

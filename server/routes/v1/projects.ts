@@ -3,14 +3,15 @@
 // (clients that know a slug ask for the ids there). Infisical's older "workspace" names
 // answer from the same handlers: GET /api/v1/workspace (the MCP server's list-projects,
 // `?type=all`), GET /api/v1/workspace/:projectId (Terraform's read, the CLI), and
-// GET /api/v2/workspace/:slug (the operator's projectSlug, Terraform). A DELETE of what holds secrets needs
+// GET /api/v2/workspace/:slug (the operator's projectSlug, Terraform), and POST /api/v2/workspace
+// (project create: the SDK 4.x behind the MCP server, Terraform). A DELETE of what holds secrets needs
 // ?force=true, and ?overrideImmutable=true as well when any of them must never change.
 import { z } from 'zod';
 import type { EnvironmentRow } from '../../../storage/projects.js';
 import type { ProjectView } from '../../domain/projects.js';
 import type { Services } from '../../services.js';
 import type { Api } from '../api.js';
-import { boundedName, queryBool } from '../input.js';
+import { boolish, boundedName, queryBool } from '../input.js';
 import { isoString } from '../shape.js';
 
 export const nameText = (name: string) => z.string({ error: `${name} must be a string` }).max(256);
@@ -24,6 +25,36 @@ const createBody = z.object({
   template: z.literal('default', { error: 'template must be "default": project templates are not supported' }).optional(),
 });
 const updateBody = z.object({ name: nameText('name').optional(), slug: nameText('slug').optional() });
+/**
+ * Infisical's POST /api/v2/workspace (Infisical/infisical backend/src/server/routes/v2/
+ * deprecated-project-router.ts): the body of @infisical/sdk 4.x projects().create
+ * {projectName, projectDescription?, slug?, template?, type, kmsKeyId?} and of Terraform's
+ * infisical_project (terraform-provider-infisical internal/client/model.go
+ * CreateProjectRequest {projectName, projectDescription?, slug, organizationSlug, template?,
+ * kmsKeyId?, shouldCreateDefaultEnvs, hasDeleteProtection}). What asks for nothing is
+ * accepted: an empty slug (derived from the name), an empty description or KMS key, any
+ * organizationSlug (there is one organization), delete protection off. What asks for
+ * something absent here is a 422 naming it; shouldCreateDefaultEnvs is applied.
+ */
+const emptyOr = (field: string, what: string) =>
+  z
+    .string({ error: `${field} must be a string` })
+    .max(1024)
+    .nullable()
+    .optional()
+    .refine((v) => v == null || v.trim() === '', `${field}: ${what} are not supported here (send it empty or leave it out)`);
+const v2CreateBody = z.object({
+  ...createBody.shape,
+  slug: nameText('slug').nullable().optional(),
+  projectDescription: emptyOr('projectDescription', 'project descriptions'),
+  kmsKeyId: emptyOr('kmsKeyId', 'external KMS keys'),
+  organizationSlug: z.string({ error: 'organizationSlug must be a string' }).max(256).optional(),
+  shouldCreateDefaultEnvs: boolish.optional(),
+  hasDeleteProtection: boolish
+    .optional()
+    .refine((v) => v !== true, 'hasDeleteProtection: delete protection is not supported here (a project holding secrets is deleted only with force=true)'),
+});
+
 export const forceQuery = z.object({ force: queryBool.optional(), overrideImmutable: queryBool.optional() });
 // The limits of every other project ref: the slug is echoed in the 404 message.
 const slugParams = z.object({ slug: boundedName('slug', 64) });
@@ -77,6 +108,20 @@ export function registerProjectRoutes(api: Api, svc: Services) {
     async ({ actor, body, origin }) => ({
       body: { project: projectShape(await svc.projects.create(actor, { name: body.projectName, slug: body.slug, origin })) },
     }),
+  );
+
+  api.post(
+    '/api/v2/workspace',
+    {
+      caller: 'any',
+      summary: "Create a project, Infisical's v2 body and {project} answer (slug derived from the name when absent or empty; shouldCreateDefaultEnvs false: no environments)",
+      body: v2CreateBody,
+      response: oneProject,
+    },
+    async ({ actor, body, origin }) => {
+      const project = await svc.projects.create(actor, { name: body.projectName, slug: body.slug || undefined, defaultEnvironments: body.shouldCreateDefaultEnvs, origin });
+      return { body: { project: projectShape(project) } };
+    },
   );
 
   api.get(

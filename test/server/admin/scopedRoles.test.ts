@@ -175,6 +175,22 @@ t.test('an identity scoped to prod / leaks nothing outside it', async (t) => {
     }
   });
 
+  await t.test('by id (GET /api/v3/secrets/raw/id/:id): in scope with its value, outside "not found" like an unknown id', async (t) => {
+    const r = await call('GET', `/api/v3/secrets/raw/id/${inA.id}`);
+    t.equal(r.status, 200, JSON.stringify(r.body));
+    clean(t, 'by id in scope', r);
+    t.equal(r.body.secret.secretKey, 'IN_A');
+    t.equal(r.body.secret.secretValueHidden, false, 'with its value');
+    for (const id of leakIds) {
+      const a = await call('GET', `/api/v3/secrets/raw/id/${id}`);
+      const unknown = randomUUID();
+      const b = await call('GET', `/api/v3/secrets/raw/id/${unknown}`);
+      isError(t, a, 404, 'NotFound');
+      clean(t, 'by id outside', a, id);
+      t.equal(a.body.message.replace(id, 'ID'), b.body.message.replace(unknown, 'ID'), 'the same message as an unknown id');
+    }
+  });
+
   await t.test('folders: only what the scope may see, not even counted', async (t) => {
     const fq = (env: string, path: string) => `workspaceId=${P}&environment=${env}&path=${encodeURIComponent(path)}`;
     for (const path of [`/api/v2/folders?${fq('prod', '/')}`, `/api/v2/folders?${fq('prod', '/')}&recursive=true`, `/api/v1/folders?projectId=${P}&environment=prod&path=%2F`]) {

@@ -257,6 +257,14 @@ t.test('every state-changing route goes through the write pipeline', async (t) =
       changed: becomes(false, true),
     },
     {
+      route: 'PATCH /api/v1/identities/:identityId',
+      events: ['update-identity'],
+      prepare: async () => ({ identityId: (await ok(a.call('POST', '/api/v1/identities', admin, { name: fresh('before') }), 'identity')).identity.id, next: fresh('after') }),
+      call: (r, c) => r.call('PATCH', `/api/v1/identities/${c.identityId}`, admin, { identityId: c.identityId, name: c.next, hasDeleteProtection: false, role: 'no-access', metadata: [] }),
+      observe: async (r, c) => (await r.call('GET', `/api/v1/identities/${c.identityId}`, admin)).body.identity.identity.name === c.next,
+      changed: becomes(false, true),
+    },
+    {
       route: 'DELETE /api/v1/identities/:identityId',
       events: ['delete-identity'],
       prepare: async () => {
@@ -491,6 +499,29 @@ t.test('every state-changing route goes through the write pipeline', async (t) =
       prepare: async () => ({ slug: fresh('newproj') }),
       call: (r, c) => r.call('POST', '/api/v1/projects', admin, { projectName: c.slug }),
       observe: (r, c) => status(r.call('GET', `/api/v1/projects/slug/${c.slug}`, admin)),
+      changed: becomes(404, 200),
+    },
+    {
+      route: 'POST /api/v2/workspace',
+      events: ['create-project'],
+      prepare: async () => ({ slug: fresh('v2proj') }),
+      call: (r, c) => r.call('POST', '/api/v2/workspace', admin, { projectName: c.slug, slug: c.slug, organizationSlug: 'any', shouldCreateDefaultEnvs: true, hasDeleteProtection: false }),
+      observe: (r, c) => status(r.call('GET', `/api/v2/workspace/${c.slug}`, admin)),
+      changed: becomes(404, 200),
+    },
+    {
+      route: 'POST /api/v2/workspace/:projectId/memberships',
+      events: ['add-workspace-member', 'add-workspace-member'],
+      prepare: async () => {
+        const p = await project();
+        await secret(p.slug, 'K', 'v');
+        const u = await person();
+        const v = await person();
+        return { ...p, email: u.email, other: v.email, token: u.token };
+      },
+      call: (r, c) => r.call('POST', `/api/v2/workspace/${c.projectId}/memberships`, admin, { projectId: c.projectId, emails: [c.email], usernames: [c.other], roleSlugs: ['viewer'] }),
+      // Not a member yet: the project answers as a missing one.
+      observe: (r, c) => status(list(r, c.slug!, c.token!)),
       changed: becomes(404, 200),
     },
     {

@@ -43,6 +43,33 @@ t.test('tags', async (t) => {
     t.equal((await call('GET', `/api/v1/projects/${pid}/tags/not-an-id`)).status, 404);
   });
 
+  await t.test('a name apart from the slug (Terraform\'s infisical_project_tag)', async (t) => {
+    // A project of its own: the other cases count this one's tags and audit entries.
+    const pid = (await svc.services.projects.create(SYSTEM, { name: 'named-tags' })).id;
+    await svc.services.memberships.upsertIdentity(SYSTEM, { project: { id: pid }, identityId: seeded.identityId, role: 'admin' });
+    const made = mustBe(await call('POST', `/api/v1/workspace/${pid}/tags`, { name: 'Team A', slug: 'team-a', color: '#00ff00', projectId: pid }), 200, 'create with a name');
+    t.match(made.workspaceTag, { slug: 'team-a', name: 'Team A' });
+    const id = made.tag.id as string;
+    t.equal(mustBe(await call('GET', `/api/v1/projects/${pid}/tags/slug/team-a`), 200, 'by slug').tag.name, 'Team A', 'stored');
+    const renamed = mustBe(await call('PATCH', `/api/v1/workspace/${pid}/tags/${id}`, { slug: 'team-b', projectId: pid, tagId: id }), 200, 'new slug only');
+    t.match(renamed.tag, { slug: 'team-b', name: 'Team A' }, 'a given name stays when the slug changes');
+    const named = mustBe(await call('PATCH', `/api/v1/workspace/${pid}/tags/${id}`, { name: '  Team B  ' }), 200, 'new name only');
+    t.match(named.tag, { slug: 'team-b', name: 'Team B' }, 'the name, trimmed');
+    // A tag made without a name is named by its slug, and stays so when only the slug changes.
+    const plain = mustBe(await call('POST', `/api/v1/projects/${pid}/tags`, { slug: 'plain' }), 200, 'no name').tag;
+    t.equal(plain.name, 'plain');
+    t.match(mustBe(await call('PATCH', `/api/v1/projects/${pid}/tags/${plain.id}`, { slug: 'plain-2' }), 200, 'slug').tag, { slug: 'plain-2', name: 'plain-2' });
+    for (const [body, what] of [[{ name: 'x'.repeat(65) }, 'too long'], [{ name: 'a\u0000b' }, 'control character'], [{ name: 7 }, 'not a string']] as const) {
+      const r = await call('PATCH', `/api/v1/projects/${pid}/tags/${id}`, body);
+      t.equal(r.status, 422, `name ${what}: 422`);
+      t.match(r.body.message, /name/, 'naming it');
+    }
+    t.equal(mustBe(await call('GET', `/api/v1/projects/${pid}/tags/${id}`), 200, 'unchanged').tag.name, 'Team B', 'nothing written');
+    const audit = await sql<{ metadata: Record<string, string> }[]>`select metadata from audit_log where event_type = 'update-tag' and metadata->>'tagId' = ${id} order by id desc limit 1`;
+    t.match(audit[0]?.metadata, { tagId: id, slug: 'team-b', name: 'Team B', oldName: 'Team A' }, 'the audit entry names the change');
+    for (const x of [id, plain.id]) mustBe(await call('DELETE', `/api/v1/projects/${pid}/tags/${x}`), 200, 'cleanup');
+  });
+
   await t.test('bad input: 4xx, nothing written', async (t) => {
     const before = await count('secret_tags');
     for (const [body, status] of [
@@ -113,7 +140,7 @@ t.test('tags', async (t) => {
     t.equal(removed.tag.slug, 'frontend');
     t.same(tagsOf(mustBe(await listV3('', urlB), 200, 'B')), { DB_URL: ['db'] }, 'gone on B');
     t.equal((await call('DELETE', `/api/v1/projects/${pid}/tags/${web}`)).status, 404, 'twice: 404');
-    const events = await sql<{ eventType: string }[]>`select event_type from audit_log where event_type like '%-tag' order by id`;
+    const events = await sql<{ eventType: string }[]>`select event_type from audit_log where event_type like '%-tag' and project_id = ${pid} order by id`;
     t.same(events.map((e) => e.eventType), ['create-tag', 'create-tag', 'update-tag', 'delete-tag'], 'audited');
   });
 
