@@ -128,6 +128,7 @@ export async function startService(config: Config, log: Logger): Promise<Running
       crypto: services.crypto,
       bus: services.bus,
       dbPoolMax: services.db.sql.options.max,
+      disk: services.db.disk,
     });
     const http = createHttpServer({
       maxBodyBytes: config.maxBodyBytes,

@@ -50,6 +50,8 @@ export interface Observed {
   bus: Pick<CacheBus, 'kind' | 'live'>;
   /** postgres.js's configured pool size (it exposes no in-use or waiting counts). */
   dbPoolMax: number;
+  /** The embedded database's disk (absent on PostgreSQL): the last look, and the reserve. */
+  disk?: { state(): { freeBytes: number } | undefined; readonly reserveBytes: number };
 }
 
 export function createMetrics() {
@@ -183,6 +185,24 @@ export function createMetrics() {
     registers,
     collect() {
       if (observed) this.set(observed.dbPoolMax);
+    },
+  });
+
+  new Gauge({
+    name: 'vault_data_dir_free_bytes',
+    help: 'Free bytes on the disk holding DATA_DIR (the embedded database), looked at every 5 s and before writes. Absent on PostgreSQL.',
+    registers,
+    collect() {
+      const state = observed?.disk?.state();
+      if (state) this.set(state.freeBytes);
+    },
+  });
+  new Gauge({
+    name: 'vault_data_dir_reserve_bytes',
+    help: 'DISK_RESERVE_BYTES: below this many free bytes on DATA_DIR, writes are refused (503). Absent on PostgreSQL.',
+    registers,
+    collect() {
+      if (observed?.disk) this.set(observed.disk.reserveBytes);
     },
   });
 

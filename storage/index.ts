@@ -38,11 +38,17 @@ function bind(sql: Queryable, opts: StoreOptions) {
     projectRoles: projectRolesStore(sql, opts.privilegeKey),
     audit: auditStore(sql, opts.auditKey),
     users: usersStore(sql, opts.privilegeKey),
-    loginAttempts: loginAttemptsStore(sql),
+    loginAttempts: loginAttemptsStore(sql, opts.beforeWrite),
   };
 }
 
 export interface StoreOptions {
+  /**
+   * Called before every transaction begins and before the writes made outside one (login
+   * attempts): throws to refuse the write before anything is sent to the database (the
+   * embedded database's disk guard, storage/diskGuard.ts).
+   */
+  beforeWrite?: () => Promise<void>;
   /** The key the audit trail is chained with; without it, audit appends and verify refuse. */
   auditKey?: AuditKey;
   /**
@@ -65,8 +71,12 @@ export function createStore(sql: Sql, opts: StoreOptions = {}): Store {
   return {
     sql,
     ...bind(sql, opts),
-    transaction: <T>(fn: (s: TxStores) => Promise<T>) =>
-      sql.begin((tx) => fn({ ...bind(tx, opts), tx })) as Promise<T>,
+    transaction: async <T>(fn: (s: TxStores) => Promise<T>) => {
+      await opts.beforeWrite?.();
+      // Inside, writes need no second look: the transaction was admitted whole.
+      const inner = { ...opts, beforeWrite: undefined };
+      return (await sql.begin((tx) => fn({ ...bind(tx, inner), tx }))) as T;
+    },
   };
 }
 
