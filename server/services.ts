@@ -113,7 +113,7 @@ function diskCheck(d: DiskState, guard: { reserveBytes: number; warnBytes: numbe
 
 /** One line per change of the disk's level: a warning before it is full, an error when writes stop, and when they resume. */
 function logDisk(log: Logger, dir: string, reserveBytes: number, state: DiskState, previous: DiskLevel | undefined): void {
-  const fields = { event: 'disk', dataDir: dir, level: state.level, freeBytes: state.freeBytes, totalBytes: state.totalBytes };
+  const fields = { event: 'disk', dataDir: dir, disk: state.level, freeBytes: state.freeBytes, totalBytes: state.totalBytes };
   if (state.level === 'full') log.error(fields, `${diskFullMessage(dir, state.freeBytes, reserveBytes)}: writes are refused (503) until space is freed, reads go on`);
   else if (state.level === 'low') log.warn(fields, `disk low: ${mib(state.freeBytes)} free on the disk holding ${dir}; writes will be refused below DISK_RESERVE_BYTES`);
   else if (previous !== undefined) log.info(fields, `disk has room again: ${mib(state.freeBytes)} free on the disk holding ${dir}; writes are taken`);
