@@ -10,25 +10,6 @@
 // the embedded database away from that PANIC; this is for whatever else blocks the loop.
 import { Worker } from 'node:worker_threads';
 
-const WORKER_SOURCE = `
-const { workerData } = require('node:worker_threads');
-const { writeSync } = require('node:fs');
-const beat = new BigInt64Array(workerData.shared);
-const limitMs = workerData.limitMs;
-setInterval(() => {
-  const last = Number(Atomics.load(beat, 0));
-  const blocked = Date.now() - last;
-  if (blocked > limitMs) {
-    try {
-      writeSync(2, JSON.stringify({ level: 'fatal', time: new Date().toISOString(), pid: process.pid, event: 'watchdog', blockedMs: blocked,
-        msg: 'the event loop has not turned for ' + Math.round(blocked / 1000) + ' s (WATCHDOG_SECONDS=' + limitMs / 1000 + '): killing the process so it restarts' }) + '\\n');
-    } finally {
-      process.kill(process.pid, 'SIGKILL');
-    }
-  }
-}, Math.min(1000, Math.max(50, limitMs / 4)));
-`;
-
 export interface Watchdog {
   stop(): Promise<void>;
 }
@@ -42,7 +23,7 @@ export function startWatchdog(limitMs: number): Watchdog {
   stamp();
   const timer = setInterval(stamp, Math.min(1000, Math.max(25, limitMs / 8)));
   timer.unref();
-  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { shared, limitMs }, env: {}, stdout: false, stderr: false });
+  const worker = new Worker(new URL('./watchdogThread.js', import.meta.url), { workerData: { shared, limitMs }, env: {}, execArgv: [] });
   worker.unref();
   return {
     async stop() {
