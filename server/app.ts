@@ -168,6 +168,7 @@ export async function startService(config: Config, log: Logger): Promise<Running
       bus: services.bus,
       dbPoolMax: services.db.sql.options.max,
       webhookStates: () => services.store.webhooks.stateCounts(),
+      disk: services.db.disk,
     });
     const http = createHttpServer({
       maxBodyBytes: config.maxBodyBytes,

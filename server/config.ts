@@ -30,6 +30,12 @@ const blankIsUnset = (v: unknown) => (typeof v === 'string' && v.trim() === '' ?
 const optionalUrl = z.preprocess(blankIsUnset, z.string().trim().optional());
 
 /** Decimal digits only: z.coerce would read '' as 0 and also take 0x1F90 or 8e3. */
+/**
+ * The smallest DISK_RESERVE_BYTES: one WAL segment (16 MiB) and 4 MiB for the writes in
+ * flight. Below a segment's room, PGlite's WAL can meet the full disk (a PANIC that spins).
+ */
+export const MIN_DISK_RESERVE_BYTES = 20 * 1024 * 1024;
+
 const integer = (min: number, max = Number.MAX_SAFE_INTEGER) =>
   z
     .string()
@@ -94,6 +100,9 @@ const schema = z.object({
   CACHE_MAX_BYTES: setting(integer(1024 * 1024).default(64 * 1024 * 1024)),
   RENDER_CACHE_MAX_BYTES: setting(integer(0).default(32 * 1024 * 1024)),
   SHUTDOWN_GRACE_SECONDS: setting(integer(0, 3600).default(25)),
+  WATCHDOG_SECONDS: setting(integer(0, 3600).default(60)),
+  DISK_RESERVE_BYTES: setting(integer(MIN_DISK_RESERVE_BYTES).default(64 * 1024 * 1024)),
+  DISK_WARN_BYTES: setting(integer(MIN_DISK_RESERVE_BYTES).default(256 * 1024 * 1024)),
   TRUSTED_PROXIES: setting(
     z
       .string()
@@ -226,6 +235,12 @@ export interface Config {
   renderCacheMaxBytes: number;
   /** On SIGTERM, how long in-flight requests may take to finish before connections are dropped. */
   shutdownGraceSeconds: number;
+  /** A main thread whose event loop does not turn for this long is killed by the watchdog (server/watchdog.ts); 0: off. */
+  watchdogSeconds: number;
+  /** Embedded database: writes are refused while DATA_DIR's disk has less free (storage/diskGuard.ts). */
+  diskReserveBytes: number;
+  /** Embedded database: below this much free, a warning is logged (and readiness reports it). */
+  diskWarnBytes: number;
   /**
    * Proxies whose X-Forwarded-For is believed (server/http/clientAddress.ts). Empty (the
    * default): the header is ignored and the socket's address is the client's.
@@ -263,6 +278,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     );
   }
   const e = result.data;
+  if (e.DISK_WARN_BYTES < e.DISK_RESERVE_BYTES) {
+    throw new ConfigError(`invalid DISK_WARN_BYTES: ${e.DISK_WARN_BYTES} is below DISK_RESERVE_BYTES (${e.DISK_RESERVE_BYTES}); the warning must come before writes are refused`);
+  }
   const transport = transportSettings(env, e);
   return {
     nodeEnv: e.NODE_ENV,
@@ -315,6 +333,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     cacheMaxBytes: e.CACHE_MAX_BYTES,
     renderCacheMaxBytes: e.RENDER_CACHE_MAX_BYTES,
     shutdownGraceSeconds: e.SHUTDOWN_GRACE_SECONDS,
+    watchdogSeconds: e.WATCHDOG_SECONDS,
+    diskReserveBytes: e.DISK_RESERVE_BYTES,
+    diskWarnBytes: e.DISK_WARN_BYTES,
     trustedProxies: e.TRUSTED_PROXIES,
     oidcJwksAllowedOrigins: e.OIDC_JWKS_ALLOWED_ORIGINS,
   };

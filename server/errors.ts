@@ -2,7 +2,7 @@
 // server/http maps it to the Infisical-shaped JSON body in exactly one place.
 import { CryptoError } from '../crypto/index.js';
 import { AuditChainError } from '../storage/audit.js';
-import { classifyStorageError } from '../storage/errors.js';
+import { classifyStorageError, DiskFullError } from '../storage/errors.js';
 
 export const ERROR_TABLE = {
   BAD_REQUEST: { status: 400, name: 'BadRequest' },
@@ -23,6 +23,9 @@ export const ERROR_TABLE = {
 
 /** Retry-After on a 503 for a dependency outage (database, Redis, crypto, deadline). */
 export const RETRY_AFTER_SECONDS = 2;
+
+/** Retry-After on a 503 for a full disk: freeing space is a person's job, not a reconnect's. */
+export const DISK_FULL_RETRY_AFTER_SECONDS = 30;
 
 export type ErrorCode = keyof typeof ERROR_TABLE;
 
@@ -82,6 +85,15 @@ export function toErrorBody(err: unknown, reqId: string): { status: number; body
     );
   }
   const storage = classifyStorageError(err);
+  // A full disk is a 503 naming it (never a 500): writes are refused until space is freed,
+  // reads go on. Retry-After as for any outage; the cause is in `error` and `message`.
+  if (storage === 'disk-full') {
+    const message =
+      err instanceof DiskFullError
+        ? 'The disk holding the database (DATA_DIR) is full: writes are refused until space is freed there; reads still work'
+        : "The database's disk is full (no space left on device): writes fail until space is freed there; reads still work";
+    return toErrorBody(new AppError('UNAVAILABLE', message, { errorName: 'InsufficientStorage', headers: { 'Retry-After': String(DISK_FULL_RETRY_AFTER_SECONDS) } }), reqId);
+  }
   if (storage) {
     const [code, message] = (
       {

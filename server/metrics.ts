@@ -93,6 +93,8 @@ export interface Observed {
   dbPoolMax: number;
   /** Webhooks by delivery state (ok, retrying, dead, disabled), read from the database at scrape time. */
   webhookStates?: () => Promise<{ state: string; n: number }[]>;
+  /** The embedded database's disk (absent on PostgreSQL): the last look, and the reserve. */
+  disk?: { state(): { freeBytes: number } | undefined; readonly reserveBytes: number };
 }
 
 export function createMetrics() {
@@ -307,6 +309,23 @@ export function createMetrics() {
     registers: [],
     collect() {
       if (auditChain?.verifiedAt !== undefined) this.set(auditChain.verifiedAt.getTime() / 1000);
+    },
+  });
+  new Gauge({
+    name: `${PREFIX}data_dir_free_bytes`,
+    help: 'Free bytes on the disk holding DATA_DIR (the embedded database), looked at every 5 s and before writes. Absent on PostgreSQL.',
+    registers,
+    collect() {
+      const state = observed?.disk?.state();
+      if (state) this.set(state.freeBytes);
+    },
+  });
+  new Gauge({
+    name: `${PREFIX}data_dir_reserve_bytes`,
+    help: 'DISK_RESERVE_BYTES: below this many free bytes on DATA_DIR, writes are refused (503). Absent on PostgreSQL.',
+    registers,
+    collect() {
+      if (observed?.disk) this.set(observed.disk.reserveBytes);
     },
   });
 

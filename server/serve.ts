@@ -4,6 +4,14 @@
 import { ConfigError, parseConfig, SECRET_SETTINGS, withDevelopmentKeys } from './config.js';
 import { startService } from './app.js';
 import { createLogger } from './log.js';
+import { startWatchdog } from './watchdog.js';
+
+/**
+ * After SIGTERM, the process exits by this many seconds past SHUTDOWN_GRACE_SECONDS
+ * whatever is still pending (a database that never answers its close): within the
+ * chart's terminationGracePeriodSeconds (grace + preStop + 5).
+ */
+export const HARD_EXIT_EXTRA_SECONDS = 3;
 
 function fail(message: string): never {
   console.error(message);
@@ -54,10 +62,18 @@ async function main() {
     `listening on http://${config.host}:${service.port} (database: ${database}, cache: ${cache})`,
   );
 
+  // From here on a loop that stops turning is noticed from another thread.
+  startWatchdog(config.watchdogSeconds * 1000);
+
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
+    // A graceful shutdown that hangs (a database that never answers) still ends.
+    setTimeout(() => {
+      log.error({ event: 'stopped', hardExit: true }, `shutdown did not finish within ${config.shutdownGraceSeconds + HARD_EXIT_EXTRA_SECONDS} s: exiting anyway`);
+      process.exit(1);
+    }, (config.shutdownGraceSeconds + HARD_EXIT_EXTRA_SECONDS) * 1000);
     log.info(
       { event: 'shutdown', signal, inFlight: service.inFlight(), graceSeconds: config.shutdownGraceSeconds },
       `${signal} received: not ready, port closed, finishing ${service.inFlight()} request(s) in flight (up to ${config.shutdownGraceSeconds} s)`,

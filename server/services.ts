@@ -4,6 +4,7 @@ import { memoryBus, redisBus, type CacheBus } from '../storage/cache.js';
 import { connectDatabase, type Database } from '../storage/db.js';
 import { classifyStorageError } from '../storage/errors.js';
 import { CLOCK_SYNC_MS, dbClock, type DbClock } from '../storage/clock.js';
+import { diskFullMessage, mib, type DiskLevel, type DiskState } from '../storage/diskGuard.js';
 import { redisTransport } from '../storage/tls.js';
 import { createStore, type Store } from '../storage/index.js';
 import { sweepAccessTokens, sweepLoginFailures } from '../storage/identities.js';
@@ -105,7 +106,7 @@ export interface Readiness {
   /** Whether every dependency answers (the database, Redis when configured). */
   dependencies: boolean;
   /** `auditTrail` is reported, not a condition of readiness: a broken trail is evidence, the service keeps serving. */
-  checks: Record<'database' | 'migrations' | 'redis' | 'crypto' | 'shutdown' | 'auditTrail', string>;
+  checks: Record<'database' | 'migrations' | 'redis' | 'crypto' | 'shutdown' | 'disk' | 'auditTrail', string>;
 }
 
 /** Checks whose failure is an outage every replica shares (readiness reports them without failing). */
@@ -115,6 +116,21 @@ export const SHARED_CHECKS: ReadonlySet<string> = new Set(['database', 'redis'])
 export const READINESS_DB_TIMEOUT_MS = 1_000;
 /** How often old change events are pruned (EVENTS_MAX_AGE_HOURS, EVENTS_MAX_PER_PROJECT). */
 export const EVENTS_PRUNE_MS = 60_000;
+
+/** Readiness's `disk` check when it is not `ok`: how much is free, against which threshold. */
+function diskCheck(d: DiskState, guard: { reserveBytes: number; warnBytes: number }): string {
+  return d.level === 'full'
+    ? `full: ${mib(d.freeBytes)} free, below the ${mib(guard.reserveBytes)} reserve (DISK_RESERVE_BYTES); writes refused until space is freed`
+    : `low: ${mib(d.freeBytes)} free, below ${mib(guard.warnBytes)} (DISK_WARN_BYTES); writes are refused below ${mib(guard.reserveBytes)}`;
+}
+
+/** One line per change of the disk's level: a warning before it is full, an error when writes stop, and when they resume. */
+function logDisk(log: Logger, dir: string, reserveBytes: number, state: DiskState, previous: DiskLevel | undefined): void {
+  const fields = { event: 'disk', dataDir: dir, disk: state.level, freeBytes: state.freeBytes, totalBytes: state.totalBytes };
+  if (state.level === 'full') log.error(fields, `${diskFullMessage(dir, state.freeBytes, reserveBytes)}: writes are refused (503) until space is freed, reads go on`);
+  else if (state.level === 'low') log.warn(fields, `disk low: ${mib(state.freeBytes)} free on the disk holding ${dir}; writes will be refused below DISK_RESERVE_BYTES`);
+  else if (previous !== undefined) log.info(fields, `disk has room again: ${mib(state.freeBytes)} free on the disk holding ${dir}; writes are taken`);
+}
 
 export const CRYPTO_WORKER_LOST = 'a crypto worker stopped; exiting so the service restarts with its keys';
 
@@ -243,6 +259,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       waitMs: config.dbWaitMs,
       deadlineMs: config.requestDeadlineMs,
       log: (m) => log.warn({ event: 'database-wait' }, m),
+      disk: { reserveBytes: config.diskReserveBytes, warnBytes: config.diskWarnBytes, onChange: (state, previous) => logDisk(log, config.dataDir, config.diskReserveBytes, state, previous) },
     });
     cleanups.push(() => db.close());
     // The one clock of everything time-bound (tokens, sessions, lockouts, temporary
@@ -263,7 +280,9 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
     if (applied.length) log.info({ event: 'migrations', applied }, `applied database migrations ${applied.join(', ')}`);
     else log.info({ event: 'migrations', applied }, 'database schema up to date');
     // Keyless until the audit key is open: it only reads keys and creates them.
-    const boot = createStore(db.sql);
+    // Every write asks the embedded database's disk guard first (a full disk: 503, never a PGlite PANIC).
+    const beforeWrite = db.disk ? () => db.disk!.admit() : undefined;
+    const boot = createStore(db.sql, { beforeWrite });
 
     // Data keys say which root key version wrapped them (a rotation bumps it).
     const versions = await boot.keys.rootKeyVersions();
@@ -303,6 +322,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
     const store = createStore(db.sql, {
       auditKey: await openAuditKey(boot, crypto, record),
       privilegeKey: privilegeKeyOf(crypto),
+      beforeWrite,
       observe:
         dbCall === undefined
           ? undefined
@@ -323,6 +343,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
     cleanups.push(() => heads.emit());
 
     const sweep = periodically(ACCESS_TOKEN_SWEEP_MS, async () => {
+      await beforeWrite?.();
       const deleted = await sweepAccessTokens(db.sql, { graceSeconds: ACCESS_TOKEN_GRACE_SECONDS });
       if (deleted > 0) log.info({ event: 'access-token-sweep', deleted }, `access tokens: deleted ${deleted} revoked, expired or used up`);
       await sweepLoginFailures(db.sql, { olderThanSeconds: Math.max(ACCESS_TOKEN_GRACE_SECONDS, config.loginLockoutSeconds) });
@@ -356,6 +377,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
     const events = eventHub({ events: store.events, bus, pollMs: config.events.pollMs, log: (f, m) => log.warn(f, m) });
     cleanups.push(async () => events.close());
     const prune = periodically(EVENTS_PRUNE_MS, async () => {
+      await beforeWrite?.();
       const deleted = await pruneEvents(db.sql, { maxAgeSeconds: config.events.maxAgeHours * 3600, maxPerProject: config.events.maxPerProject });
       if (deleted > 0) log.info({ event: 'events-prune', deleted }, `change events: pruned ${deleted}`);
     }, (err) => log.warn({ event: 'events-prune', err: describe(err) }, `change events: prune failed (${describe(err)}); retrying later`));
@@ -415,7 +437,19 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
     cleanups.push(async () => clearInterval(sweeper));
     const lifecycle = { shuttingDown: false };
     async function readiness(): Promise<Readiness> {
-      const checks: Readiness['checks'] = { database: 'ok', migrations: 'ok', redis: 'not configured', crypto: 'ok', shutdown: 'ok', auditTrail };
+      const checks: Readiness['checks'] = { database: 'ok', migrations: 'ok', redis: 'not configured', crypto: 'ok', shutdown: 'ok', disk: 'not configured', auditTrail };
+      // The embedded database's disk is this replica's own: full (writes refused) is not ready; low is reported.
+      let diskFull = false;
+      if (db.disk) {
+        try {
+          const d = await db.disk.refresh();
+          diskFull = d.level === 'full';
+          checks.disk = d.level === 'ok' ? 'ok' : diskCheck(d, db.disk);
+        } catch (err) {
+          diskFull = true;
+          checks.disk = `unknown (${describe(err)})`;
+        }
+      }
       let timer: NodeJS.Timeout | undefined;
       try {
         const rows = await Promise.race([
@@ -441,7 +475,7 @@ export async function createServices(config: Config, log: Logger, opts: ServiceO
       // Unknown only because the shared database does not answer: not this replica's fault.
       if (!fine(checks.database) && shared('database')) checks.migrations = 'not checked (database unreachable)';
       const local = (k: string) => !shared(k) && !(k === 'migrations' && checks.migrations.startsWith('not checked'));
-      const ready = Object.entries(checks).every(([k, v]) => k === 'auditTrail' || !local(k) || fine(v));
+      const ready = Object.entries(checks).every(([k, v]) => k === 'auditTrail' || !local(k) || (k === 'disk' ? !diskFull : fine(v)));
       const dependencies = fine(checks.database) && fine(checks.redis);
       return { ready, dependencies, checks };
     }

@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import postgres from 'postgres';
 import { dumpLogical, loadLogical, parseBackup, type BackupManifest } from './backup.js';
+import { diskFullMessage, diskGuard, type DiskGuard, type DiskState, type DiskLevel } from './diskGuard.js';
 import { PgliteLink } from './embeddedLink.js';
 import { loadMigrations, migrate } from './migrate.js';
 import { certificateRefused, isCertificateError, postgresTls } from './tls.js';
@@ -24,6 +25,11 @@ export interface Database {
    * ends first, the next waits), in one snapshot. See docs/operations.md, backups.
    */
   backup?(): Promise<Uint8Array>;
+  /**
+   * Embedded only, when ConnectOptions.disk is given: the disk under DATA_DIR, looked at
+   * on a timer and before every write (storage/diskGuard.ts).
+   */
+  disk?: DiskGuard;
   /** Embedded only, for restoreEmbedded: loads a logical backup into this database (migrated to its migrations). */
   load?(manifest: BackupManifest, data: Buffer[]): Promise<void>;
   close(): Promise<void>;
@@ -44,6 +50,11 @@ export interface ConnectOptions {
    * on the driver much longer than the deadline it is raced against.
    */
   deadlineMs?: number;
+  /**
+   * Embedded only: guard the disk under `dataDir` (writes refused below `reserveBytes`,
+   * `low` below `warnBytes`); a start with less than the reserve free is refused.
+   */
+  disk?: { reserveBytes: number; warnBytes: number; onChange?(state: DiskState, previous: DiskLevel | undefined): void };
 }
 
 /** postgres.js's default backoff grows to 20 s between attempts (requests hung 13–18 s): cap it. */
@@ -171,7 +182,23 @@ async function lockEmbedded(dataDir: string, lockPath: string): Promise<() => Pr
  * pool is touched whole at start; 8 MB cost ~8 MB of RSS, and the bench's 10k rows did
  * not read faster with it).
  */
-export const EMBEDDED_SETTINGS = ['-c', 'shared_buffers=2MB', '-c', 'max_connections=5', ...durability()];
+export const EMBEDDED_SETTINGS = ['-c', 'shared_buffers=2MB', '-c', 'max_connections=5', ...walBounds(), ...durability()];
+
+/**
+ * PGlite runs PostgreSQL as a single backend without a checkpointer: no checkpoint ever
+ * starts by itself, so pg_wal grew by a 16 MB segment per 16 MB written, for as long as the
+ * process ran (measured: 7 segments after 100 MB of rows, none removed). The service
+ * checkpoints (see checkpointWhenDue) once this much WAL is written; min_wal_size keeps
+ * two recycled segments instead of five.
+ */
+function walBounds(): string[] {
+  return ['-c', 'min_wal_size=32MB', '-c', 'max_wal_size=64MB'];
+}
+
+/** WAL written since the last checkpoint that makes the embedded database checkpoint (two segments). */
+export const CHECKPOINT_WAL_BYTES = 32 * 1048576;
+/** How often the embedded database's WAL since the last checkpoint is looked at. */
+export const CHECKPOINT_POLL_MS = 10_000;
 
 /**
  * Durability: PGlite's default start parameters carry `-F` (fsync off); these come after
@@ -244,9 +271,30 @@ async function connectEmbedded(opts: ConnectOptions): Promise<Database> {
   const dataDir = resolve(opts.dataDir);
   const dbDir = join(dataDir, 'pglite');
   const sockDir = join(dataDir, 'run');
-  await mkdir(dbDir, { recursive: true, mode: 0o700 });
-  await mkdir(sockDir, { recursive: true, mode: 0o700 });
-  const unlock = await lockEmbedded(dataDir, join(sockDir, 'embedded.pid'));
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  // Before anything is written: on a full disk PGlite's start ends in "Aborted()" (issue 31).
+  const disk = opts.disk ? diskGuard({ dir: dataDir, ...opts.disk }) : undefined;
+  if (disk) {
+    const state = await disk.refresh().catch((err: unknown) => {
+      disk.stop();
+      throw err;
+    });
+    if (state.level === 'full') {
+      disk.stop();
+      throw new Error(`cannot start: ${diskFullMessage(dataDir, state.freeBytes, disk.reserveBytes)} and start again`);
+    }
+  }
+  try {
+    await mkdir(dbDir, { recursive: true, mode: 0o700 });
+    await mkdir(sockDir, { recursive: true, mode: 0o700 });
+  } catch (err) {
+    disk?.stop();
+    throw err;
+  }
+  const unlock = await lockEmbedded(dataDir, join(sockDir, 'embedded.pid')).catch((err: unknown) => {
+    disk?.stop();
+    throw err;
+  });
   let db: InstanceType<typeof PGlite> | undefined;
   try {
     // Left by a version that served the database on a socket here (the lock says it is not live).
@@ -264,6 +312,7 @@ async function connectEmbedded(opts: ConnectOptions): Promise<Database> {
   } catch (err) {
     await db?.close().catch(() => {});
     await unlock();
+    disk?.stop();
     throw err;
   }
   const pglite = db;
@@ -279,8 +328,13 @@ async function connectEmbedded(opts: ConnectOptions): Promise<Database> {
     max: 1,
     idle_timeout: 0,
   }) as unknown as Sql;
+  // Checkpoints: nothing else starts one in PGlite (walBounds). Not on a full disk: a
+  // checkpoint writes a WAL record, and the reserve is there for the WAL.
+  const checkpoints = disk ? checkpointWhenDue(sql, disk) : undefined;
   const close = async () => {
     try {
+      checkpoints?.stop();
+      disk?.stop();
       await sql.end({ timeout: 5 });
       await pglite.close();
     } finally {
@@ -305,7 +359,28 @@ async function connectEmbedded(opts: ConnectOptions): Promise<Database> {
   };
   // Straight on PGlite: postgres.js' COPY FROM STDIN is not served over the in-process link.
   const load = (manifest: BackupManifest, data: Buffer[]) => loadLogical(pglite, manifest, data);
-  return { sql, kind: 'embedded', backup, load, close };
+  return { sql, kind: 'embedded', backup, load, close, disk };
+}
+
+/**
+ * Every CHECKPOINT_POLL_MS: when more than CHECKPOINT_WAL_BYTES of WAL was written since
+ * the last checkpoint, CHECKPOINT (old segments are then recycled or removed), unless the
+ * disk is below its reserve.
+ */
+function checkpointWhenDue(sql: Sql, disk: DiskGuard): { stop(): void } {
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy || disk.state()?.level === 'full') return;
+    busy = true;
+    void (async () => {
+      const [row] = await sql<{ since: number }[]>`select (pg_current_wal_insert_lsn() - redo_lsn)::int8 as since from pg_control_checkpoint()`;
+      if ((row?.since ?? 0) > CHECKPOINT_WAL_BYTES) await sql`checkpoint`;
+    })()
+      .catch(() => {}) // the next poll tries again; a failing database is reported by readiness
+      .finally(() => (busy = false));
+  }, CHECKPOINT_POLL_MS);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
 }
 
 /**

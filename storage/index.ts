@@ -41,7 +41,7 @@ function bind(sql: Queryable, opts: StoreOptions) {
     audit: auditStore(sql, opts.auditKey),
     auditVerify: auditVerifyStore(sql, opts.auditKey),
     users: usersStore(sql, opts.privilegeKey),
-    loginAttempts: loginAttemptsStore(sql),
+    loginAttempts: loginAttemptsStore(sql, opts.beforeWrite),
     webhooks: webhooksStore(sql),
   };
   const observe = opts.observe;
@@ -77,6 +77,12 @@ function timed(name: string, store: Record<string, unknown>, observe: QueryObser
 export type QueryObserver = (store: string, seconds: number, err?: unknown) => void;
 
 export interface StoreOptions {
+  /**
+   * Called before every transaction begins and before the writes made outside one (login
+   * attempts): throws to refuse the write before anything is sent to the database (the
+   * embedded database's disk guard, storage/diskGuard.ts).
+   */
+  beforeWrite?: () => Promise<void>;
   /** The key the audit trail is chained with; without it, audit appends and verify refuse. */
   auditKey?: AuditKey;
   /**
@@ -101,8 +107,12 @@ export function createStore(sql: Sql, opts: StoreOptions = {}): Store {
   return {
     sql,
     ...bind(sql, opts),
-    transaction: <T>(fn: (s: TxStores) => Promise<T>) =>
-      sql.begin((tx) => fn({ ...bind(tx, opts), tx })) as Promise<T>,
+    transaction: async <T>(fn: (s: TxStores) => Promise<T>) => {
+      await opts.beforeWrite?.();
+      // Inside, writes need no second look: the transaction was admitted whole.
+      const inner = { ...opts, beforeWrite: undefined };
+      return (await sql.begin((tx) => fn({ ...bind(tx, inner), tx }))) as T;
+    },
   };
 }
 

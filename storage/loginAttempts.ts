@@ -8,7 +8,7 @@ export type Claim = { claimed: true } | { claimed: false; retryAfterSeconds: num
 /** Rows purged per login: bounded, so one login never pays for a whole backlog. */
 const PURGE_BATCH = 100;
 
-export function loginAttemptsStore(sql: Queryable) {
+export function loginAttemptsStore(sql: Queryable, beforeWrite?: () => Promise<void>) {
   return {
     /**
      * One statement: counts an attempt unless `maxAttempts` were already claimed within
@@ -16,6 +16,7 @@ export function loginAttemptsStore(sql: Queryable) {
      * than that start the count again. Refused: how long the lock still holds.
      */
     async claim(emailKey: Buffer, maxAttempts: number, lockSeconds: number): Promise<Claim> {
+      await beforeWrite?.();
       const [row] = await sql<{ claimed: boolean; retryAfterSeconds: number | null }[]>`
         with claim as (
           insert into login_attempts as a (email_key, attempts, last_attempt_at) values (${emailKey}, 1, now())
@@ -37,6 +38,7 @@ export function loginAttemptsStore(sql: Queryable) {
      * with a claim.
      */
     async purgeStale(lockSeconds: number): Promise<void> {
+      await beforeWrite?.();
       await sql`delete from login_attempts where email_key in (
           select email_key from login_attempts where last_attempt_at <= now() - make_interval(secs => ${lockSeconds})
           limit ${PURGE_BATCH} for update skip locked)`;

@@ -41,7 +41,7 @@ export function registerStatusRoutes(api: Api, svc: Services) {
     {
       caller: 'none',
       summary:
-        'Readiness of this replica: migrations applied, crypto pool alive, not shutting down, the embedded database answering; 503 naming what failed. A PostgreSQL or Redis outage (shared by every replica) is reported in `checks`, not failed on',
+        'Readiness of this replica: migrations applied, crypto pool alive, not shutting down, the embedded database answering and its disk above its reserve; 503 naming what failed. A PostgreSQL or Redis outage (shared by every replica) is reported in `checks`, not failed on',
       response: z.object({ status: z.literal('ready'), checks: z.record(z.string(), z.string()) }),
     },
     async ({ req }) => {
@@ -49,7 +49,7 @@ export function registerStatusRoutes(api: Api, svc: Services) {
       if (ready) return { body: { status: 'ready' as const, checks } };
       // auditTrail is reported, never a reason to be not ready (services.ts readiness).
       const failed = Object.entries(checks)
-        .filter(([k, v]) => k !== 'auditTrail' && !SHARED_CHECKS.has(k) && v !== 'ok' && v !== 'not configured' && !v.startsWith('not checked'))
+        .filter(([k, v]) => k !== 'auditTrail' && !SHARED_CHECKS.has(k) && v !== 'ok' && v !== 'not configured' && !v.startsWith('not checked') && !(k === 'disk' && v.startsWith('low')))
         .map(([k]) => k);
       if (failed.length === 0) failed.push('database');
       return {

@@ -2,6 +2,7 @@
 // classified by code, never surfacing as a 500 with their message.
 import t from 'tap';
 import { AppError, ERROR_TABLE, toErrorBody, type ErrorCode } from '../../server/errors.js';
+import { DiskFullError } from '../../storage/errors.js';
 
 const EXPECTED: Record<ErrorCode, [number, string]> = {
   BAD_REQUEST: [400, 'BadRequest'],
@@ -54,4 +55,20 @@ t.test('anything else: 500 with a fixed message', async (t) => {
   const r = toErrorBody(new Error('secret value hunter2'), 'r');
   t.equal(r.status, 500);
   t.equal(r.body.message, 'Something went wrong');
+});
+
+t.test('a full disk is a 503 InsufficientStorage naming it, never a 500 (issue 31)', async (t) => {
+  const cases: Array<[string, unknown, RegExp]> = [
+    ['PostgreSQL 53100 (disk_full)', Object.assign(new Error('could not extend file "base/5/16562": No space left on device'), { code: '53100' }), /database's disk is full/],
+    ['ENOSPC of a file write', Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' }), /database's disk is full/],
+    ['the disk guard', new DiskFullError('the disk holding /data is full: 10 MiB free', 10, 64), /disk holding the database \(DATA_DIR\) is full/],
+  ];
+  for (const [what, err, message] of cases) {
+    const r = toErrorBody(err, 'r');
+    t.equal(r.status, 503, what);
+    t.equal(r.body.error, 'InsufficientStorage', what);
+    t.match(r.body.message, message, what);
+    t.notMatch(r.body.message, /base\/5|\/data/, `${what}: no file or folder name reaches the client`);
+    t.match(r.headers?.['Retry-After'], /^\d+$/, `${what}: Retry-After`);
+  }
 });

@@ -28,7 +28,7 @@ t.test('GET /api/health/live and /api/health/ready', async (t) => {
   t.same(live.body, { status: 'ok' });
   const ready = await request(`${svc.url}/api/health/ready`);
   t.equal(ready.status, 200);
-  t.same(ready.body, { status: 'ready', checks: { database: 'ok', migrations: 'ok', redis: 'not configured', crypto: 'ok', shutdown: 'ok', auditTrail: 'ok' } });
+  t.same(ready.body, { status: 'ready', checks: { database: 'ok', migrations: 'ok', redis: 'not configured', crypto: 'ok', shutdown: 'ok', disk: 'ok', auditTrail: 'ok' } });
 
   // Shutting down: not ready at once, still alive.
   svc.services.lifecycle.shuttingDown = true;
