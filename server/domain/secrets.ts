@@ -981,8 +981,8 @@ export function secretsDomain(deps: SecretsDeps) {
     /** Deletes the secret (and its versions); returns it as it was (its value only to a caller who may read it, as Infisical does). */
     async remove(actor: Actor | SystemActor, input: Where & { key: string; allowImmutableChange?: boolean }): Promise<SecretView> {
       const w = await writeTo(actor, input, 'delete');
-      validateSecretName(input.key);
-      const result = await w.grant.run((tx) => removeIn(tx, w, input.key, input.allowImmutableChange));
+      const key = validateSecretName(input.key);
+      const result = await w.grant.run((tx) => removeIn(tx, w, key, input.allowImmutableChange));
       return withTagRows(writtenView(w.grant.access, w.project, w.env, result.row, w.path, result.value, result.comment), result.tags);
     },
 

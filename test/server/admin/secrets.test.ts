@@ -169,11 +169,15 @@ for (const backend of BACKENDS) {
       const single = await api(svc, 'POST', '/api/v4/secrets/batch', m.token, { ...w4, secretValue: 'not a batch' });
       isError(t, single, 422, 'ValidationFailure', /secrets/);
       isError(t, await get('batch'), 404, 'NotFound', "Secret with name 'batch' not found"); // no secret named "batch" was made
-      // A secret that is really named "batch" (made on v3) is still reachable on v4's other methods.
+      // A secret that is really named "batch" (made on v3) is read on v4 by name; PATCH and
+      // DELETE of /api/v4/secrets/batch are Infisical's batch routes (they take `secrets`), so
+      // such a secret is changed and deleted on v3's path, as on Infisical.
       t.equal((await create('batch', 'named batch')).status, 200);
       t.equal((await api(svc, 'GET', `/api/v4/secrets/batch?projectId=${P}&environment=prod`, m.token)).body.secret.secretValue, 'named batch');
-      t.equal((await api(svc, 'PATCH', '/api/v4/secrets/batch', m.token, { ...w4, secretValue: 'patched batch' })).body.secret.version, 2);
-      t.equal((await api(svc, 'DELETE', '/api/v4/secrets/batch', m.token, w4)).body.secret.secretValue, 'patched batch');
+      isError(t, await api(svc, 'PATCH', '/api/v4/secrets/batch', m.token, { ...w4, secretValue: 'patched batch' }), 422, 'ValidationFailure', /secrets/);
+      isError(t, await api(svc, 'DELETE', '/api/v4/secrets/batch', m.token, w4), 422, 'ValidationFailure', /secrets/);
+      t.equal((await v3('PATCH', 'batch', { ...where, secretValue: 'patched batch' })).body.secret.version, 2);
+      t.equal((await v3('DELETE', 'batch', where)).body.secret.secretValue, 'patched batch');
       isError(t, await get('batch'), 404);
     });
 
