@@ -630,6 +630,18 @@ export type AuditStore = ReturnType<typeof auditStore>;
  * be destroyed in the same transaction: whoever still holds it (an old backup and the old
  * root key) can neither extend the chain nor rewrite the history before the checkpoint.
  */
+/**
+ * Holds the chain (its lock and its head row) until the transaction ends. A change that
+ * appends after locking other rows (the re-key's project row, the audit key's row) takes it
+ * first: a writer holds the head while its events row takes a key-share lock on the project,
+ * so the other order deadlocks (40P01 in rekeyOnline.test.ts).
+ */
+export async function lockAuditChain(tx: Tx): Promise<void> {
+  await tx`select pg_advisory_xact_lock(${AUDIT_CHAIN_LOCK_ID})`;
+  // Appends lock the head row (not always the advisory lock): that is the order to follow.
+  await tx`select id from audit_chain_head where id = 1 for update`;
+}
+
 export async function rekeyAuditKey(tx: Tx, from: AuditKey, to: AuditKey): Promise<{ entries: number }> {
   await tx`select pg_advisory_xact_lock(${AUDIT_CHAIN_LOCK_ID})`;
   const [anchor] = await tx<AnchorRow[]>`select ${tx.unsafe(ANCHOR_COLUMNS)} from audit_chain_head where id = 1 for update`;

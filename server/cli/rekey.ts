@@ -29,7 +29,7 @@
 // the audit trail a new key with a checkpoint (storage/audit.ts rekeyAuditKey).
 import { randomUUID } from 'node:crypto';
 import { createCrypto, type Crypto } from '../../crypto/index.js';
-import { auditStore, rekeyAuditKey, type AuditKey } from '../../storage/audit.js';
+import { auditStore, lockAuditChain, rekeyAuditKey, type AuditKey } from '../../storage/audit.js';
 import { memoryBus, redisBus, type CacheBus } from '../../storage/cache.js';
 import type { Tx } from '../../storage/db.js';
 import { createStore, type Store, type TxStores } from '../../storage/index.js';
@@ -178,6 +178,7 @@ export const rekey: Command = {
       const auditKeyAge = (await db.sql<{ createdAt: Date }[]>`select created_at from crypto_keys where purpose = 'audit'`)[0]!.createdAt;
       if (auditKeyAge < startedAt) {
         await store.transaction(async (s) => {
+          await lockAuditChain(s.tx);
           await s.tx`set constraints audit_chain_head_key_id_fkey deferred`;
           const from = await loadAuditKey(s, crypto!);
           const id = randomUUID();
@@ -280,6 +281,9 @@ async function rekeyProject(run: Run, projectId: string, startedAt: Date): Promi
     // 3. Finish: fails (and is retried after more batches) while a row still names the old key.
     const done = await store
       .transaction(async (s) => {
+        // The chain first: a writer holds it while its events row takes a key-share lock on
+        // the project row; locking the project first deadlocked against it (40P01).
+        await lockAuditChain(s.tx);
         const p = await lockProject(s.tx, projectId);
         if (!p || p.previousDataKeyId !== from) return true; // deleted, or finished by another run
         await s.tx`update projects set previous_data_key_id = null where id = ${projectId}`;

@@ -313,7 +313,9 @@ export function auditVerifier(deps: AuditVerifierDeps) {
     if (f && !f.ok) {
       return {
         ok: false,
-        entries: f.entries,
+        // The walk may predate entries the incremental check has verified since (a trail
+        // started over after it was deleted): count what verifies now, whichever saw more.
+        entries: Math.max(f.entries, base.entries),
         brokenAt: f.brokenAt,
         reason: f.reason as AuditBreak,
         ...(f.anchored ? { anchored: f.anchored } : {}),

@@ -87,6 +87,7 @@ export const PARAMETER_DESCRIPTIONS: Record<string, string> = {
   metadataFilter: 'Only secrets whose metadata match (`key=value` pairs)',
   viewSecretValue: 'Return values (`true`) or hide them (`false`: `secretValueHidden` is true)',
   identityId: "The machine identity's id",
+  webhookId: 'The webhook\'s id',
   clientSecretId: "The client secret's id",
   tokenId: "The access token's id",
   membershipId: "The membership's id",

@@ -97,15 +97,17 @@ t.test('temporary access (postgres+redis, two replicas)', async (t) => {
     const [grant] = await events('add-identity-to-project').then((e) => e.filter((m) => m.identityId === x.identityId));
     t.match(grant, { role: 'viewer', isTemporary: true, temporaryRange: '1h', temporaryAccessEndTime: new Date(start.getTime() + HOUR).toISOString() }, 'the grant is audited with its end');
 
-    // The clock passes the end (the replicas share this process's clock): no write, no
-    // invalidation, the cached role must still refuse.
-    const realNow = Date.now;
-    Date.now = () => realNow() + HOUR + 60_000;
+    // The clock passes the end: no write, no invalidation, the cached role must still refuse.
+    // Everything time-bound follows the database's clock, which each replica advances by the
+    // process's monotonic clock between samples (storage/clock.ts); the replicas share this
+    // process, so moving that clock moves both.
+    const realPerfNow = performance.now.bind(performance);
+    performance.now = () => realPerfNow() + HOUR + 60_000;
     try {
       isError(t, await read(A, x.token), 403, 'PermissionDenied');
       isError(t, await read(B, x.token), 403, 'PermissionDenied');
     } finally {
-      Date.now = realNow;
+      performance.now = realPerfNow;
     }
     t.equal((await read(B, x.token)).status, 200, 'and before its end it still works');
   });
