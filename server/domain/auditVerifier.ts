@@ -313,9 +313,9 @@ export function auditVerifier(deps: AuditVerifierDeps) {
     if (f && !f.ok) {
       return {
         ok: false,
-        // The walk may predate entries the incremental check has verified since (a trail
-        // started over after it was deleted): count what verifies now, whichever saw more.
-        entries: Math.max(f.entries, base.entries),
+        // A trail started over after it was deleted: the walk may predate entries the
+        // incremental check has verified since; count those. Any other break: the walk's count.
+        entries: f.reason === 'trail-missing' ? Math.max(f.entries, base.entries) : f.entries,
         brokenAt: f.brokenAt,
         reason: f.reason as AuditBreak,
         ...(f.anchored ? { anchored: f.anchored } : {}),

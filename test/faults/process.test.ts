@@ -105,7 +105,14 @@ t.test('SIGTERM: not ready at once, while in-flight requests finish', async (t) 
   t.equal((await get('/api/health/ready')).status, 200);
   // A slow request in flight (argon2 password check, on its own connection).
   const slow = request(`${svc.url}/api/v3/auth/login`, { method: 'POST', json: { email: 'admin@example.test', password: 'a long admin passphrase' } });
+  // Once the process says it took the signal (no race between the signal's delivery and the probe).
+  const received = new Promise<void>((resolve) => {
+    const check = () => /SIGTERM received/.test(svc.stdout()) && (svc.child.stdout!.off('data', check), resolve());
+    svc.child.stdout!.on('data', check);
+    check();
+  });
   svc.child.kill('SIGTERM');
+  await received;
   const ready = await get('/api/health/ready');
   t.equal(ready.status, 503, 'not ready once the signal is received');
   const body = JSON.parse(ready.body) as { checks: Record<string, string> };
