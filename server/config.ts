@@ -46,6 +46,22 @@ const integer = (min: number, max = Number.MAX_SAFE_INTEGER) =>
 
 const setting = <T extends z.ZodType>(schema: T) => z.preprocess(blankIsUnset, schema);
 
+/** A list setting: its parser answers the items, or an error naming the bad entry, which refuses the start. */
+const listSetting = <R, T>(parse: (v: string) => R | { error: string }, items: (r: R) => T[]) =>
+  setting(
+    z
+      .string()
+      .transform((v, ctx) => {
+        const r = parse(v);
+        if (typeof r === 'object' && r !== null && 'error' in r) {
+          ctx.addIssue({ code: 'custom', message: (r as { error: string }).error });
+          return z.NEVER;
+        }
+        return items(r as R);
+      })
+      .default([]),
+  );
+
 const encryptionKey = z.string({ error: ENCRYPTION_KEY_MESSAGE }).regex(/^[0-9a-fA-F]{32}$/, ENCRYPTION_KEY_MESSAGE);
 
 const schema = z.object({
@@ -103,45 +119,9 @@ const schema = z.object({
   WATCHDOG_SECONDS: setting(integer(0, 3600).default(60)),
   DISK_RESERVE_BYTES: setting(integer(MIN_DISK_RESERVE_BYTES).default(64 * 1024 * 1024)),
   DISK_WARN_BYTES: setting(integer(MIN_DISK_RESERVE_BYTES).default(256 * 1024 * 1024)),
-  TRUSTED_PROXIES: setting(
-    z
-      .string()
-      .transform((v, ctx) => {
-        const r = parseIpRangeList(v);
-        if ('error' in r) {
-          ctx.addIssue({ code: 'custom', message: r.error });
-          return z.NEVER;
-        }
-        return r.ranges;
-      })
-      .default([]),
-  ),
-  WEBHOOK_ALLOWED_ORIGINS: setting(
-    z
-      .string()
-      .transform((v, ctx) => {
-        const r = parseOriginList(v);
-        if ('error' in r) {
-          ctx.addIssue({ code: 'custom', message: r.error });
-          return z.NEVER;
-        }
-        return r.origins;
-      })
-      .default([]),
-  ),
-  OIDC_JWKS_ALLOWED_ORIGINS: setting(
-    z
-      .string()
-      .transform((v, ctx) => {
-        const r = parseOriginList(v);
-        if ('error' in r) {
-          ctx.addIssue({ code: 'custom', message: r.error });
-          return z.NEVER;
-        }
-        return r.origins;
-      })
-      .default([]),
-  ),
+  TRUSTED_PROXIES: listSetting(parseIpRangeList, (r) => r.ranges),
+  WEBHOOK_ALLOWED_ORIGINS: listSetting(parseOriginList, (r) => r.origins),
+  OIDC_JWKS_ALLOWED_ORIGINS: listSetting(parseOriginList, (r) => r.origins),
 });
 
 /** KEY_PROVIDER=pkcs11: where the root key is. The PIN is zeroed and deleted once the workers logged in. */
