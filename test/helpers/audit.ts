@@ -1,8 +1,10 @@
 // What someone with write access to the database (and no key) can do to the audit
 // trail: recompute hashes with the published plain SHA-256 rule, and save and restore
 // the trail with its anchor (a rollback).
-import { createHash } from 'node:crypto';
-import type { Queryable } from '../../storage/db.js';
+import { createHash, createHmac, randomBytes, randomUUID } from 'node:crypto';
+import type { AuditKey } from '../../storage/audit.js';
+import type { Queryable, Sql } from '../../storage/db.js';
+import { createStore, type Store } from '../../storage/index.js';
 
 const GENESIS = Buffer.alloc(32);
 
@@ -147,4 +149,34 @@ export async function bulkAppend(
   const headMac = key.mac(chainMessages.head(head, last));
   await sql`update audit_chain_head set entries = ${head.entries}, last_id = ${id}, last_mac = ${prev}, mac = ${headMac} where id = 1`;
   return { lastId: id, entries: head.entries };
+}
+
+/** An audit key held by the test (an HMAC it can compute), counting the MACs it computed. */
+export interface TestAuditKey extends AuditKey {
+  mac: (m: string) => Buffer;
+  /** MACs computed (entries, anchors, checkpoints). */
+  computed: number;
+}
+
+/** A store over `sql` (migrated) with a test audit key and the chain's first anchor. */
+export async function anchoredStore(sql: Sql): Promise<{ store: Store; key: TestAuditKey }> {
+  const keyId = randomUUID();
+  await sql`insert into crypto_keys (id, purpose, root_key_version, wrapped) values (${keyId}, 'audit', 1, ${randomBytes(60)})`;
+  const secret = randomBytes(32);
+  const mac = (m: string) => createHmac('sha256', secret).update(m).digest();
+  const key: TestAuditKey = {
+    keyId,
+    mac,
+    computed: 0,
+    macs: async (ms) => {
+      key.computed += ms.length;
+      return ms.map(mac);
+    },
+  };
+  const store = createStore(sql, { auditKey: key });
+  await store.transaction(async (s) => {
+    await s.audit.lockChain(s.tx);
+    await s.audit.createAnchor(s.tx, key);
+  });
+  return { store, key };
 }

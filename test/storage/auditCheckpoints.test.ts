@@ -3,16 +3,16 @@
 // is found there, one before it by a full walk; a forged, edited or rolled-back
 // checkpoint is a broken chain; a walk told to stop keeps its progress. At scale (up to
 // 1,000,000 entries): auditScale.test.ts.
-import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import type { AuditKey } from '../../storage/audit.js';
 import { connectDatabase, type Sql } from '../../storage/db.js';
-import { createStore, type Store } from '../../storage/index.js';
+import type { Store } from '../../storage/index.js';
 import { migrate } from '../../storage/migrate.js';
 import { auditVerifier } from '../../server/domain/auditVerifier.js';
+import { anchoredStore } from '../helpers/audit.js';
 import { freshDatabase } from '../helpers/db.js';
 import { seedEmbeddedDataDir } from '../helpers/embedded.js';
 
@@ -28,33 +28,6 @@ async function openSql(t: Test, backend: Backend): Promise<Sql> {
   return db.sql;
 }
 
-interface TestKey extends AuditKey {
-  mac: (m: string) => Buffer;
-  /** MACs computed (entries, anchors, checkpoints). */
-  computed: number;
-}
-
-async function anchored(sql: Sql): Promise<{ store: Store; key: TestKey }> {
-  const keyId = randomUUID();
-  await sql`insert into crypto_keys (id, purpose, root_key_version, wrapped) values (${keyId}, 'audit', 1, ${randomBytes(60)})`;
-  const secret = randomBytes(32);
-  const mac = (m: string) => createHmac('sha256', secret).update(m).digest();
-  const key: TestKey = {
-    keyId,
-    mac,
-    computed: 0,
-    macs: async (ms) => {
-      key.computed += ms.length;
-      return ms.map(mac);
-    },
-  };
-  const store = createStore(sql, { auditKey: key });
-  await store.transaction(async (s) => {
-    await s.audit.lockChain(s.tx);
-    await s.audit.createAnchor(s.tx, key);
-  });
-  return { store, key };
-}
 
 const append = (store: Store, n: number) =>
   store.transaction((s) =>
@@ -69,7 +42,7 @@ const ids = async (sql: Sql) => (await sql<{ id: number }[]>`select id from audi
 for (const backend of ['postgres', 'embedded'] as Backend[]) {
   t.test(`verify continues from the newest keyed checkpoint (${backend})`, async (t) => {
     const sql = await openSql(t, backend);
-    const { store } = await anchored(sql);
+    const { store } = await anchoredStore(sql);
     await append(store, 50);
 
     const first = await store.auditVerify.incremental({ write: true, chunk: 20 });
@@ -130,7 +103,7 @@ for (const backend of ['postgres', 'embedded'] as Backend[]) {
 
   t.test(`a walk told to stop keeps its progress (${backend})`, async (t) => {
     const sql = await openSql(t, backend);
-    const { store } = await anchored(sql);
+    const { store } = await anchoredStore(sql);
     await append(store, 100);
     let chunks = 0;
     const stopped = await store.auditVerify.incremental({ write: true, chunk: 30, checkpointEvery: 1_000_000, shouldContinue: () => ++chunks < 2 });
@@ -147,7 +120,7 @@ for (const backend of ['postgres', 'embedded'] as Backend[]) {
 
 t.test('the verifier answers within its wait, from the checkpoint, and stops walking once answered', async (t) => {
   const sql = await openSql(t, 'postgres');
-  const { store } = await anchored(sql);
+  const { store } = await anchoredStore(sql);
   await append(store, 200);
   let release: (() => void) | undefined;
   let chunksRead = 0;
@@ -192,7 +165,7 @@ t.test('the verifier answers within its wait, from the checkpoint, and stops wal
 for (const backend of ['postgres', 'embedded'] as Backend[]) {
   t.test(`the full walk reads every entry and checkpoint: what the incremental one cannot see (${backend})`, async (t) => {
     const sql = await openSql(t, backend);
-    const { store } = await anchored(sql);
+    const { store } = await anchoredStore(sql);
     const checkpoints = async () => (await sql<{ lastId: number }[]>`select last_id from audit_checkpoints order by last_id`).map((r) => Number(r.lastId));
     for (let i = 0; i < 4; i++) {
       await append(store, 10);
@@ -245,7 +218,7 @@ for (const backend of ['postgres', 'embedded'] as Backend[]) {
 
 t.test('the verifier: full walks in the background, stored keyed, answered beside the incremental verdict', async (t) => {
   const sql = await openSql(t, 'postgres');
-  const { store } = await anchored(sql);
+  const { store } = await anchoredStore(sql);
   await append(store, 30);
   const walked: string[] = [];
   const verifier = auditVerifier({ store, waitMs: 60_000, onFullWalk: (s) => walked.push(s.runId) });
@@ -291,7 +264,7 @@ t.test('the verifier: full walks in the background, stored keyed, answered besid
 
 t.test('the background walk runs at start-up and stops at shutdown', async (t) => {
   const sql = await openSql(t, 'postgres');
-  const { store } = await anchored(sql);
+  const { store } = await anchoredStore(sql);
   await append(store, 20);
   let done: (runId: string) => void;
   const finished = new Promise<string>((r) => (done = r));

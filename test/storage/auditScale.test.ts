@@ -7,14 +7,12 @@
 // In the suite it runs at 100,000 entries (the runner's 300 s limit per file, on a shared
 // machine). The 1,000,000-entry run:
 //   AUDIT_SCALE_ENTRIES=1000000 npx tap --disable-coverage --timeout=3000 --reporter=tap dist/test/storage/auditScale.test.js
-import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import t from 'tap';
-import type { AuditKey } from '../../storage/audit.js';
 import { connectDatabase } from '../../storage/db.js';
-import { createStore, type Store } from '../../storage/index.js';
+import type { Store } from '../../storage/index.js';
 import { migrate } from '../../storage/migrate.js';
 import { auditVerifier } from '../../server/domain/auditVerifier.js';
-import { bulkAppend } from '../helpers/audit.js';
+import { anchoredStore, bulkAppend } from '../helpers/audit.js';
 import { freshDatabase } from '../helpers/db.js';
 
 const append = (store: Store, n: number) =>
@@ -31,24 +29,7 @@ t.test(`${total} entries: incremental reads only the new ones; a full walk finds
   t.teardown(() => db.close());
   const sql = db.sql;
   await migrate(sql);
-  const keyId = randomUUID();
-  await sql`insert into crypto_keys (id, purpose, root_key_version, wrapped) values (${keyId}, 'audit', 1, ${randomBytes(60)})`;
-  const secret = randomBytes(32);
-  const mac = (m: string) => createHmac('sha256', secret).update(m).digest();
-  const key: AuditKey & { mac: typeof mac; computed: number } = {
-    keyId,
-    mac,
-    computed: 0,
-    macs: async (ms) => {
-      key.computed += ms.length;
-      return ms.map(mac);
-    },
-  };
-  const store = createStore(sql, { auditKey: key });
-  await store.transaction(async (s) => {
-    await s.audit.lockChain(s.tx);
-    await s.audit.createAnchor(s.tx, key);
-  });
+  const { store, key } = await anchoredStore(sql);
   let at = performance.now();
   await bulkAppend(sql, key, total);
   t.comment(`built ${total} entries in ${((performance.now() - at) / 1000).toFixed(1)} s`);
